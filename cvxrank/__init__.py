@@ -1,0 +1,77 @@
+"""cvxrank: learning to rank with convex optimisation.
+
+The Ranking SVM family of Herbrich et al., Xu et al. (ECML 2006, cost-sensitive)
+and Cao et al. (SIGIR 2006, RSVM-IR) stated as explicit convex problems in
+CVXPY, solved by interchangeable solvers, every solution certified by a
+duality gap.
+
+Layout (imports point down this list only)::
+
+    cli            the command line (cvxrank demo, verify)
+    theorem        verify_theorem1: Theorem 1 / Proposition 1 checked numerically
+    solvers        solve(): CVXPY backends, native solvers, certificates, SolveResult
+    formulations   build_primal, build_lifted_primal, build_dual, build_hinge
+    objectives     L(w), M(w), L_D(α) evaluated in numpy
+    costs          pair_weights (τ, μ), theorem1_C
+    pairs          make_pairs, preference_pairs, PairSet (D = P X)
+    data           RankingData, load_letor;  datasets: make_ranking
+    metrics        ndcg_score, mean_average_precision, ... (imports nothing of ours)
+"""
+
+__version__ = "0.1.0"
+
+from cvxrank.costs import balanced_mu, pair_weights, theorem1_C
+from cvxrank.data import RankingData, load_letor
+from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import (
+    CvxrankError,
+    InaccurateSolutionWarning,
+    SolverError,
+    SolverNotAvailableError,
+    ValidationError,
+)
+from cvxrank.formulations import (
+    Formulation,
+    build,
+    build_dual,
+    build_hinge,
+    build_lifted_primal,
+    build_primal,
+    choose_formulation,
+)
+from cvxrank.objectives import dual_objective, hinge_objective, qp_objective
+from cvxrank.pairs import PairSet, make_pairs, preference_pairs
+from cvxrank.solvers import SolveResult, available_solvers, solve
+from cvxrank.theorem import verify_theorem1
+
+__all__ = [
+    "__version__",
+    "CvxrankError",
+    "Formulation",
+    "InaccurateSolutionWarning",
+    "PairSet",
+    "RankingData",
+    "SolveResult",
+    "SolverError",
+    "SolverNotAvailableError",
+    "ValidationError",
+    "available_solvers",
+    "balanced_mu",
+    "build",
+    "build_dual",
+    "build_hinge",
+    "build_lifted_primal",
+    "build_primal",
+    "choose_formulation",
+    "dual_objective",
+    "hinge_objective",
+    "load_letor",
+    "make_pairs",
+    "make_ranking",
+    "pair_weights",
+    "preference_pairs",
+    "qp_objective",
+    "solve",
+    "theorem1_C",
+    "verify_theorem1",
+]

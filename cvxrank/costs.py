@@ -1,0 +1,201 @@
+"""Per-pair costs: ``τ`` per grade pair, ``μ`` per query, and Theorem 1's ``C``.
+
+The weighted hinge loss (9) of Cao et al. (SIGIR 2006) weighs pair ``i`` by
+``τ_k(i) μ_q(i)``; Theorem 1 turns it into the QP (14) with
+``C_i = τ_k(i) μ_q(i) / (2λ)``. ECML 2006's Proposition 1 is the case
+``μ = 1``; Ranking SVM is ``τ = μ = 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from numbers import Real
+
+import numpy as np
+
+from cvxrank.exceptions import ValidationError
+from cvxrank.pairs import PairSet
+
+__all__ = ["pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C", "check_lam"]
+
+
+def _positive(value, what: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{what} must be a positive number, got {value!r}") from None
+    if not np.isfinite(v) or v <= 0:
+        raise ValidationError(f"{what} must be positive and finite, got {value!r}")
+    return v
+
+
+def check_lam(lam) -> float:
+    """Validate the regularisation weight ``λ`` (positive and finite) and return it as float."""
+    if isinstance(lam, bool) or not isinstance(lam, (Real, np.floating, np.integer)):
+        raise ValidationError(f"lam must be a positive number, got {lam!r}")
+    return _positive(lam, "lam")
+
+
+def _tau_table(tau) -> dict[tuple, float]:
+    """Accept a mapping ``{(higher, lower): value}`` or a DataFrame with columns higher, lower, tau."""
+    if hasattr(tau, "columns") and {"higher", "lower", "tau"} <= set(tau.columns):
+        tau = {(row.higher, row.lower): row.tau for row in tau.itertuples()}
+    if not isinstance(tau, Mapping):
+        raise ValidationError(
+            "tau must be None or a mapping {(higher grade, lower grade): value}, "
+            f"got {type(tau).__name__}"
+        )
+    table = {}
+    for key, value in tau.items():
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise ValidationError(f"tau key {key!r} is not a (higher grade, lower grade) pair")
+        hi, lo = key
+        if not hi > lo:
+            raise ValidationError(
+                f"tau key {key!r} is ordered the wrong way: write (higher grade, lower grade), "
+                f"e.g. {(lo, hi)!r}"
+            )
+        table[(hi, lo)] = _positive(value, f"tau[{key!r}]")
+    return table
+
+
+def tau_per_pair(pairs: PairSet, tau=None) -> np.ndarray:
+    """``τ_k(i)`` of every pair from a table of grade-pair costs.
+
+    Parameters
+    ----------
+    pairs : PairSet
+    tau : mapping or DataFrame, optional
+        ``{(higher grade, lower grade): positive value}`` with a value for
+        every grade pair present in ``pairs`` and no others (a DataFrame with
+        columns ``higher``, ``lower``, ``tau`` is accepted too). Default: all
+        ones.
+
+    Raises
+    ------
+    ValidationError
+        For a non-positive or non-finite value, a key ordered the wrong way, a
+        grade pair that does not occur in the data, or a grade pair of the
+        data without a value.
+    """
+    if tau is None:
+        return np.ones(pairs.n_pairs)
+    table = _tau_table(tau)
+    present = pairs.types
+    unknown = [k for k in table if k not in set(present)]
+    if unknown:
+        raise ValidationError(
+            f"tau has grade pairs that do not occur in the data: {unknown}; present: {present}"
+        )
+    missing = [k for k in present if k not in table]
+    if missing:
+        raise ValidationError(f"tau has no value for grade pairs {missing}; give one for each of {present}")
+    grades = pairs.data.grades
+    g = grades.shape[0]
+    code = np.searchsorted(grades, pairs.pair_type[:, 0]) * g + np.searchsorted(grades, pairs.pair_type[:, 1])
+    by_code = np.zeros(g * g)
+    for (hi, lo), value in table.items():
+        by_code[np.searchsorted(grades, hi) * g + np.searchsorted(grades, lo)] = value
+    return by_code[code]
+
+
+def balanced_mu(pairs: PairSet) -> dict:
+    """Query weights of equation (10) of Cao et al. (SIGIR 2006).
+
+    .. math:: \\mu_q = \\frac{\\max_j \\#\\{\\text{pairs of } q_j\\}}{\\#\\{\\text{pairs of } q\\}}
+
+    so that every query carries the same total weight. Queries without pairs
+    get no entry.
+    """
+    counts = pairs.pairs_per_query
+    top = counts.max()
+    ids = pairs.data.query_ids
+    return {ids[j].item() if hasattr(ids[j], "item") else ids[j]: float(top / counts[j])
+            for j in np.flatnonzero(counts)}
+
+
+def mu_per_pair(pairs: PairSet, mu=None) -> np.ndarray:
+    """``μ_q(i)`` of every pair.
+
+    Parameters
+    ----------
+    pairs : PairSet
+    mu : None, "balanced", or mapping
+        None: all ones. ``"balanced"``: equation (10) of the SIGIR paper, see
+        :func:`balanced_mu`. A mapping ``{query id: positive value}`` with a
+        value for every query that has pairs (extra keys that are not query ids
+        of the data are an error).
+    """
+    if mu is None:
+        return np.ones(pairs.n_pairs)
+    if isinstance(mu, str):
+        if mu != "balanced":
+            raise ValidationError(f"mu must be None, 'balanced' or a mapping, got {mu!r}")
+        counts = pairs.pairs_per_query.astype(np.float64)
+        return counts.max() / counts[pairs.query]
+    if not isinstance(mu, Mapping):
+        raise ValidationError(f"mu must be None, 'balanced' or a mapping {{qid: value}}, got {type(mu).__name__}")
+    ids = pairs.data.query_ids
+    pos = {(k.item() if hasattr(k, "item") else k): j for j, k in enumerate(ids)}
+    unknown = [k for k in mu if k not in pos]
+    if unknown:
+        raise ValidationError(f"mu has query ids that are not in the data: {unknown[:5]}")
+    per_query = np.full(ids.shape[0], np.nan)
+    for k, v in mu.items():
+        per_query[pos[k]] = _positive(v, f"mu[{k!r}]")
+    values = per_query[pairs.query]
+    if np.isnan(values).any():
+        lacking = ids[np.unique(pairs.query[np.isnan(values)])]
+        raise ValidationError(f"mu has no value for queries {lacking[:5].tolist()} (they have pairs)")
+    return values
+
+
+def pair_weights(pairs: PairSet, tau=None, mu=None) -> np.ndarray:
+    """Per-pair weight ``τ_k(i) μ_q(i)`` of the loss (9) of Cao et al. (SIGIR 2006).
+
+    Parameters
+    ----------
+    pairs : PairSet
+    tau : mapping, optional
+        ``{(higher grade, lower grade): value}``; see :func:`tau_per_pair`.
+        Default all ones (Ranking SVM).
+    mu : None, "balanced" or mapping, optional
+        Per-query weight; see :func:`mu_per_pair`. Default all ones
+        (ECML 2006's cost-sensitive Ranking SVM).
+
+    Returns
+    -------
+    ndarray of shape (n_pairs,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cvxrank.data import RankingData
+    >>> from cvxrank.pairs import make_pairs
+    >>> pairs = make_pairs(RankingData(np.eye(4), [2, 1, 0, 1], qid=[1, 1, 1, 2]))
+    >>> pair_weights(pairs, tau={(2, 1): 3.0, (2, 0): 3.0, (1, 0): 0.5}).tolist()
+    [3.0, 3.0, 0.5]
+    """
+    return tau_per_pair(pairs, tau) * mu_per_pair(pairs, mu)
+
+
+def theorem1_C(weights, lam) -> np.ndarray:
+    """Per-pair QP costs of Theorem 1 of Cao et al. (SIGIR 2006).
+
+    .. math:: C_i = \\frac{\\tau_{k(i)} \\mu_{q(i)}}{2 \\lambda}
+
+    With these ``C_i`` the QP (14) and the hinge problem (9) have the same
+    minimiser and ``L(w) = 2λ M(w)``.
+
+    Examples
+    --------
+    >>> theorem1_C([1.0, 2.0], lam=0.25).tolist()
+    [2.0, 4.0]
+    """
+    lam = check_lam(lam)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 1:
+        raise ValidationError(f"weights must be 1-dimensional, got shape {weights.shape}")
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValidationError("weights must be non-negative and finite")
+    return weights / (2.0 * lam)

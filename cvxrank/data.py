@@ -1,0 +1,351 @@
+"""Graded ranking data: documents, relevance grades and query ids.
+
+:class:`RankingData` is the one validated container every other part of
+cvxrank takes. It is built from arrays, from a pandas DataFrame
+(:meth:`RankingData.from_frame`) or from SVMlight/LETOR files
+(:func:`load_letor`, which uses scikit-learn's reader).
+
+This module imports nothing of the package's own but its exceptions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from cvxrank.exceptions import ValidationError
+
+__all__ = ["RankingData", "load_letor"]
+
+
+def _as_features(X) -> np.ndarray | sp.csr_matrix:
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        values = X.data
+    else:
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"X must be numeric: {exc}") from None
+        if X.ndim != 2:
+            raise ValidationError(
+                f"X must be 2-dimensional (documents x features), got shape {X.shape}"
+            )
+        values = X
+    if not np.all(np.isfinite(values)):
+        bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else X))[0]
+        raise ValidationError(
+            f"X has a NaN or infinite value (first at document {bad[0]}, feature {bad[1]})"
+        )
+    return X
+
+
+def _as_grades(y, n: int) -> np.ndarray:
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"y (grades) must be numeric: {exc}") from None
+    if y.ndim != 1:
+        raise ValidationError(f"y (grades) must be 1-dimensional, got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValidationError(
+            f"y has {y.shape[0]} grades but X has {n} documents; they must match"
+        )
+    if not np.all(np.isfinite(y)):
+        raise ValidationError(
+            f"y has a NaN or infinite grade (first at document {int(np.flatnonzero(~np.isfinite(y))[0])})"
+        )
+    if np.all(y == np.round(y)):
+        return y.astype(np.int64)
+    return y
+
+
+def _as_qid(qid, n: int) -> np.ndarray:
+    qid = np.asarray(qid)
+    if qid.ndim != 1:
+        raise ValidationError(f"qid must be 1-dimensional, got shape {qid.shape}")
+    if qid.shape[0] != n:
+        raise ValidationError(
+            f"qid has {qid.shape[0]} entries but X has {n} documents; they must match"
+        )
+    if qid.dtype.kind == "f":
+        if not np.all(np.isfinite(qid)):
+            raise ValidationError("qid has a NaN or infinite query id")
+        if np.all(qid == np.round(qid)):
+            qid = qid.astype(np.int64)
+    elif qid.dtype.kind == "O":
+        if any(q is None for q in qid):
+            raise ValidationError("qid has a missing (None) query id")
+    return qid
+
+
+@dataclass(frozen=True, eq=False)
+class RankingData:
+    """Documents with relevance grades, grouped by query.
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix of shape (n_documents, n_features)
+        Feature vectors; sparse input is kept sparse (CSR).
+    y : array-like of shape (n_documents,)
+        Relevance grades; a larger grade is more relevant. Integral grades are
+        stored as ``int64``.
+    qid : array-like of shape (n_documents,)
+        Query id of each document (any hashable values). The documents of a
+        query need not be contiguous.
+
+    Attributes
+    ----------
+    query_ids : ndarray of shape (n_queries,)
+        The distinct query ids, sorted.
+    query_index : ndarray of int of shape (n_documents,)
+        Position of each document's query in ``query_ids``.
+
+    Raises
+    ------
+    ValidationError
+        For NaN or infinite features or grades, mismatched lengths, or no
+        documents at all.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = RankingData(np.eye(3), [2, 0, 1], qid=[7, 7, 7])
+    >>> data
+    RankingData(n_documents=3, n_features=3, n_queries=1, grades=[0, 1, 2])
+    """
+
+    X: np.ndarray | sp.csr_matrix
+    y: np.ndarray
+    qid: np.ndarray
+    query_ids: np.ndarray = field(init=False, repr=False)
+    query_index: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        X = _as_features(self.X)
+        n = X.shape[0]
+        if n == 0:
+            raise ValidationError("no documents: X has 0 rows")
+        if X.shape[1] == 0:
+            raise ValidationError("no features: X has 0 columns")
+        y = _as_grades(self.y, n)
+        qid = _as_qid(self.qid, n)
+        try:
+            query_ids, query_index = np.unique(qid, return_inverse=True)
+        except TypeError as exc:
+            raise ValidationError(f"qid values must be mutually comparable: {exc}") from None
+        object.__setattr__(self, "X", X)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "qid", qid)
+        object.__setattr__(self, "query_ids", query_ids)
+        object.__setattr__(self, "query_index", query_index.astype(np.int64).ravel())
+
+    # -- shape -----------------------------------------------------------
+    @property
+    def n_documents(self) -> int:
+        """Number of documents (rows of ``X``)."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of features (columns of ``X``)."""
+        return int(self.X.shape[1])
+
+    @property
+    def n_queries(self) -> int:
+        """Number of distinct query ids."""
+        return int(self.query_ids.shape[0])
+
+    @property
+    def grades(self) -> np.ndarray:
+        """The distinct grades, ascending."""
+        return np.unique(self.y)
+
+    @property
+    def is_sparse(self) -> bool:
+        """Whether ``X`` is stored as a scipy.sparse CSR matrix."""
+        return sp.issparse(self.X)
+
+    def __repr__(self) -> str:
+        grades = self.grades
+        shown = ", ".join(str(g) for g in grades[:8]) + (", ..." if grades.size > 8 else "")
+        return (
+            f"RankingData(n_documents={self.n_documents}, n_features={self.n_features}, "
+            f"n_queries={self.n_queries}, grades=[{shown}])"
+        )
+
+    # -- selection -------------------------------------------------------
+    def subset(self, documents) -> "RankingData":
+        """Return the data restricted to ``documents`` (indices or a boolean mask)."""
+        idx = np.asarray(documents)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        return RankingData(self.X[idx], self.y[idx], self.qid[idx])
+
+    def select_queries(self, query_ids: Sequence) -> "RankingData":
+        """Return the documents of the given query ids, in their original order."""
+        wanted = np.asarray(query_ids)
+        missing = np.setdiff1d(wanted, self.query_ids)
+        if missing.size:
+            raise ValidationError(f"query ids not in the data: {missing[:5].tolist()}")
+        return self.subset(np.isin(self.qid, wanted))
+
+    # -- constructors ----------------------------------------------------
+    @classmethod
+    def from_frame(cls, df, *, label: str, qid: str, features: Sequence[str] | None = None):
+        """Build ranking data from a pandas DataFrame.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            One row per document.
+        label : str
+            Column holding the relevance grade.
+        qid : str
+            Column holding the query id.
+        features : sequence of str, optional
+            Feature columns, in order. Default: every column but ``label`` and
+            ``qid``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"q": [1, 1, 2, 2], "rel": [1, 0, 0, 2],
+        ...                    "f1": [0.5, 0.1, 0.3, 0.9], "f2": [1.0, 0.0, 0.2, 0.4]})
+        >>> RankingData.from_frame(df, label="rel", qid="q")
+        RankingData(n_documents=4, n_features=2, n_queries=2, grades=[0, 1, 2])
+        """
+        for name, col in (("label", label), ("qid", qid)):
+            if col not in df.columns:
+                raise ValidationError(
+                    f"{name} column {col!r} is not in the DataFrame (columns: {list(df.columns)[:10]})"
+                )
+        if features is None:
+            features = [c for c in df.columns if c not in (label, qid)]
+        else:
+            features = list(features)
+            absent = [c for c in features if c not in df.columns]
+            if absent:
+                raise ValidationError(f"feature columns not in the DataFrame: {absent[:10]}")
+        if not features:
+            raise ValidationError("no feature columns left besides label and qid")
+        non_numeric = [c for c in features if df[c].dtype.kind not in "biuf"]
+        if non_numeric:
+            raise ValidationError(f"feature columns must be numeric, these are not: {non_numeric[:10]}")
+        return cls(df[features].to_numpy(dtype=np.float64), df[label].to_numpy(), df[qid].to_numpy())
+
+
+def _check_letor_lines(path: str) -> None:
+    """Find the first line scikit-learn's reader would reject, to name it in the error."""
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            line = raw.split(b"#", 1)[0].strip()
+            if not line:
+                continue
+            tokens = line.split()
+            try:
+                float(tokens[0])
+            except ValueError:
+                raise ValidationError(
+                    f"{path}, line {lineno}: the grade {tokens[0][:30]!r} is not a number"
+                ) from None
+            for tok in tokens[1:]:
+                key, sep, value = tok.partition(b":")
+                if not sep:
+                    raise ValidationError(
+                        f"{path}, line {lineno}: {tok[:30].decode(errors='replace')!r} is not 'index:value'"
+                    )
+                if key == b"qid":
+                    try:
+                        int(value)
+                    except ValueError:
+                        raise ValidationError(
+                            f"{path}, line {lineno}: qid {value[:30].decode(errors='replace')!r} is not an integer"
+                        ) from None
+                    continue
+                try:
+                    index = int(key)
+                    float(value)
+                except ValueError:
+                    raise ValidationError(
+                        f"{path}, line {lineno}: {tok[:30].decode(errors='replace')!r} is not 'index:value'"
+                    ) from None
+                if index < 1:
+                    raise ValidationError(
+                        f"{path}, line {lineno}: feature index {index} < 1 (LETOR indices start at 1)"
+                    )
+            if not any(t.startswith(b"qid:") for t in tokens[1:]):
+                raise ValidationError(f"{path}, line {lineno}: no 'qid:' field")
+
+
+def load_letor(path, n_features: int | None = None, *, dense: bool | None = None):
+    """Read SVMlight/LETOR files with ``qid:`` fields.
+
+    A line reads ``<grade> qid:<id> <index>:<value> ... # comment`` with
+    1-based feature indices. Reading is done by scikit-learn's
+    :func:`sklearn.datasets.load_svmlight_files`; this function adds
+    validation and error messages that name the offending line.
+
+    Parameters
+    ----------
+    path : str or path-like, or a sequence of them
+        One file, or several files read with one common feature count.
+    n_features : int, optional
+        Number of features. Default: the largest index found across the files.
+        Pass it so that train and test files agree.
+    dense : bool, optional
+        Return dense ``X``. Default: dense when at least half the entries are
+        non-zero (LETOR files usually are), sparse CSR otherwise.
+
+    Returns
+    -------
+    RankingData or list of RankingData
+        One per path (a single object when ``path`` is a single path).
+
+    Raises
+    ------
+    ValidationError
+        For a missing, empty or malformed file (the message names the file and
+        line), or ``n_features`` smaller than an index in the file.
+    """
+    single = isinstance(path, (str, os.PathLike))
+    paths = [os.fspath(path)] if single else [os.fspath(p) for p in path]
+    if not paths:
+        raise ValidationError("no file given")
+    if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
+        raise ValidationError(f"n_features must be a positive integer, got {n_features!r}")
+    for p in paths:
+        if not os.path.isfile(p):
+            raise ValidationError(f"{p}: no such file")
+        if os.path.getsize(p) == 0:
+            raise ValidationError(f"{p}: the file is empty")
+    from sklearn.datasets import load_svmlight_files
+
+    try:
+        loaded = load_svmlight_files(
+            paths, n_features=n_features, query_id=True, zero_based=False, dtype=np.float64
+        )
+    except ValueError as exc:
+        for p in paths:
+            _check_letor_lines(p)  # raises with the line number when it finds the fault
+        raise ValidationError(f"{', '.join(paths)}: cannot be read as LETOR: {exc}") from None
+    out = []
+    for i, p in enumerate(paths):
+        X, y, q = loaded[3 * i], loaded[3 * i + 1], loaded[3 * i + 2]
+        if X.shape[0] == 0:
+            raise ValidationError(f"{p}: the file holds no document")
+        if q.shape[0] != X.shape[0]:
+            # scikit-learn returns a short qid array when a line has no qid.
+            _check_letor_lines(p)
+            raise ValidationError(f"{p}: {X.shape[0]} documents but {q.shape[0]} qid fields")
+        as_dense = dense if dense is not None else X.nnz >= 0.5 * X.shape[0] * X.shape[1]
+        X = X.toarray() if as_dense else X.tocsr()
+        try:
+            out.append(RankingData(X, y, q))
+        except ValidationError as exc:
+            raise ValidationError(f"{p}: {exc}") from None
+    return out[0] if single else out

@@ -1,0 +1,302 @@
+"""The pairwise transform: preference pairs inside each query.
+
+This is the one place that turns ranking data into pairs (equations (4)-(5)
+of Cao et al., SIGIR 2006; (4)-(5) of Xu et al., ECML 2006). Every pair is
+stored with the better document first, so ``z_i = +1`` throughout and the
+pair's difference vector is ``d_i = x_better - x_worse``. The ``ℓ x m``
+incidence matrix ``P`` (``+1`` at the better document, ``-1`` at the worse)
+gives ``D = P X`` without materialising it: ``D w = P (X w)`` and
+``Dᵀ a = Xᵀ (Pᵀ a)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from cvxrank.data import RankingData
+from cvxrank.exceptions import ValidationError
+
+__all__ = ["PairSet", "make_pairs", "preference_pairs"]
+
+
+@dataclass(frozen=True, eq=False)
+class PairSet:
+    """Preference pairs of one data set, better document first.
+
+    Built by :func:`make_pairs` (from grades) or :func:`preference_pairs`
+    (explicit, click-through style pairs); not meant to be built by hand.
+
+    Attributes
+    ----------
+    data : RankingData
+        The documents the pairs index into.
+    better, worse : ndarray of int64, shape (n_pairs,)
+        Document indices (rows of ``data.X``) of each pair.
+    query : ndarray of int64, shape (n_pairs,)
+        Query of each pair, as a position in ``data.query_ids``.
+    pair_type : ndarray, shape (n_pairs, 2)
+        Grade pair ``(higher, lower)`` of each pair: the ``k(i)`` of the papers.
+    P : scipy.sparse.csr_matrix, shape (n_pairs, n_documents)
+        Incidence matrix, ``+1`` at ``better`` and ``-1`` at ``worse``.
+    """
+
+    data: RankingData
+    better: np.ndarray
+    worse: np.ndarray
+    query: np.ndarray
+    pair_type: np.ndarray
+    source: str = "grades"
+    P: sp.csr_matrix = field(init=False, repr=False)
+
+    def __post_init__(self):
+        n = self.better.shape[0]
+        indptr = np.arange(0, 2 * n + 1, 2, dtype=np.int64)
+        indices = np.empty(2 * n, dtype=np.int64)
+        indices[0::2] = self.better
+        indices[1::2] = self.worse
+        values = np.tile(np.array([1.0, -1.0]), n)
+        P = sp.csr_matrix((values, indices, indptr), shape=(n, self.data.n_documents))
+        object.__setattr__(self, "P", P)
+
+    # -- sizes -----------------------------------------------------------
+    @property
+    def n_pairs(self) -> int:
+        """Number of pairs ``ℓ``."""
+        return int(self.better.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of features ``n``."""
+        return self.data.n_features
+
+    @property
+    def n_documents(self) -> int:
+        """Number of documents ``m``."""
+        return self.data.n_documents
+
+    def __len__(self) -> int:
+        return self.n_pairs
+
+    @cached_property
+    def pairs_per_query(self) -> np.ndarray:
+        """Number of pairs of each query, aligned with ``data.query_ids``."""
+        return np.bincount(self.query, minlength=self.data.n_queries)
+
+    @cached_property
+    def types(self) -> list[tuple]:
+        """The distinct grade pairs ``(higher, lower)`` present, sorted."""
+        uniq = np.unique(self.pair_type, axis=0)
+        return [tuple(row.tolist()) for row in uniq]
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per query: documents, distinct grades and pairs.
+
+        Queries with a single grade give no pair; they show here with
+        ``n_pairs == 0`` instead of raising.
+        """
+        d = self.data
+        docs = np.bincount(d.query_index, minlength=d.n_queries)
+        grade_codes = np.unique(d.y, return_inverse=True)[1].ravel()
+        uniq = np.unique(np.stack([d.query_index, grade_codes]), axis=1)
+        n_grades = np.bincount(uniq[0], minlength=d.n_queries)
+        return pd.DataFrame(
+            {"n_documents": docs, "n_grades": n_grades, "n_pairs": self.pairs_per_query},
+            index=pd.Index(d.query_ids, name="qid"),
+        )
+
+    @property
+    def n_queries_without_pairs(self) -> int:
+        """Number of queries that contribute no pair (a single grade, or no preference)."""
+        return int(np.sum(self.pairs_per_query == 0))
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.n_queries_without_pairs:
+            extra = f", queries_without_pairs={self.n_queries_without_pairs}"
+        return (
+            f"PairSet(n_pairs={self.n_pairs}, n_documents={self.n_documents}, "
+            f"n_features={self.n_features}, n_queries={self.data.n_queries}{extra})"
+        )
+
+    # -- linear maps -----------------------------------------------------
+    def margins(self, w) -> np.ndarray:
+        """Pair margins ``z_i <w, d_i> = (P X w)_i`` without forming ``D``."""
+        return self.P @ (self.data.X @ np.asarray(w, dtype=np.float64))
+
+    def rmatvec(self, a) -> np.ndarray:
+        """``Dᵀ a = Xᵀ (Pᵀ a)`` without forming ``D``; ``w = Dᵀ α`` is (16)/SIGIR."""
+        out = self.data.X.T @ (self.P.T @ np.asarray(a, dtype=np.float64))
+        return np.asarray(out).ravel()
+
+    def difference_rows(self, idx) -> np.ndarray:
+        """Dense difference vectors ``d_i`` of the pairs ``idx`` (``len(idx) x n_features``)."""
+        X = self.data.X
+        rows = X[self.better[idx]] - X[self.worse[idx]]
+        return rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+
+    @cached_property
+    def difference_norms(self) -> np.ndarray:
+        """``‖d_i‖`` of every pair, computed in chunks without keeping ``D``."""
+        out = np.empty(self.n_pairs)
+        step = max(1, 2_000_000 // self.n_features)
+        for lo in range(0, self.n_pairs, step):
+            idx = np.arange(lo, min(lo + step, self.n_pairs))
+            out[idx] = np.linalg.norm(self.difference_rows(idx), axis=1)
+        return out
+
+    def difference_matrix(self):
+        """Materialise ``D = P X`` (``n_pairs x n_features``).
+
+        Sparse CSR when ``data.X`` is sparse, a dense array otherwise. This is
+        the one place that builds ``D``; prefer :meth:`margins` and
+        :meth:`rmatvec` where the products suffice.
+        """
+        X = self.data.X
+        if sp.issparse(X):
+            return (self.P @ X).tocsr()
+        return X[self.better] - X[self.worse]
+
+
+def make_pairs(data: RankingData) -> PairSet:
+    """All within-query pairs of documents with different grades.
+
+    Pairs are formed only inside a query and only between different grades;
+    equal grades give no pair, and a query with a single grade gives none
+    (reported by :attr:`PairSet.summary`, not an error). Pairs are ordered by
+    query, then by the better document's grade (descending) and position.
+
+    Parameters
+    ----------
+    data : RankingData
+
+    Returns
+    -------
+    PairSet
+
+    Raises
+    ------
+    ValidationError
+        When no pair at all remains (every query has a single grade).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = RankingData(np.arange(8.0).reshape(4, 2), y=[2, 1, 1, 0], qid=[1, 1, 1, 2])
+    >>> pairs = make_pairs(data)
+    >>> pairs
+    PairSet(n_pairs=2, n_documents=4, n_features=2, n_queries=2, queries_without_pairs=1)
+    >>> pairs.better.tolist(), pairs.worse.tolist(), pairs.types
+    ([0, 0], [1, 2], [(2, 1)])
+    """
+    if not isinstance(data, RankingData):
+        raise ValidationError(f"make_pairs takes RankingData, got {type(data).__name__}")
+    q, y = data.query_index, data.y
+    # Sort documents by query, then grade descending (stable: input order breaks ties).
+    order = np.lexsort((-y, q))
+    qs, ys = q[order], y[order]
+    m = order.shape[0]
+    idx = np.arange(m)
+    # Runs of equal (query, grade) and blocks of equal query in the sorted order.
+    new_run = np.ones(m, dtype=bool)
+    new_run[1:] = (qs[1:] != qs[:-1]) | (ys[1:] != ys[:-1])
+    new_block = np.ones(m, dtype=bool)
+    new_block[1:] = qs[1:] != qs[:-1]
+    run_start = np.flatnonzero(new_run)
+    run_end = np.append(run_start[1:], m)[np.cumsum(new_run) - 1]
+    block_start = np.flatnonzero(new_block)
+    block_end = np.append(block_start[1:], m)[np.cumsum(new_block) - 1]
+    # Partners of sorted position a: every later position of its query with a
+    # strictly lower grade, i.e. the contiguous range [run_end[a], block_end[a]).
+    count = block_end - run_end
+    total = int(count.sum())
+    if total == 0:
+        raise ValidationError(
+            f"no pairs: each of the {data.n_queries} queries has a single grade, "
+            "so there is nothing to rank"
+        )
+    a = np.repeat(idx, count)
+    offset = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    b = np.repeat(run_end, count) + offset
+    better, worse = order[a], order[b]
+    pair_type = np.stack([y[better], y[worse]], axis=1)
+    return PairSet(data, better.astype(np.int64), worse.astype(np.int64), q[better], pair_type)
+
+
+def preference_pairs(data, better, worse, qid=None) -> PairSet:
+    """Explicit preference pairs ("document ``a`` is preferred to ``b``").
+
+    The click-through input of Joachims (2002): pairs are given directly
+    instead of derived from grades. Every pair gets the type ``(1, 0)``
+    ("preferred", "not preferred"), so a ``tau`` mapping for such pairs has
+    the single key ``(1, 0)``.
+
+    Parameters
+    ----------
+    data : RankingData or array-like of shape (n_documents, n_features)
+        The documents. With a plain matrix, ``qid`` gives the query of each
+        document (default: one query for all).
+    better, worse : array-like of int, shape (n_pairs,)
+        Row indices of the preferred and the less preferred document.
+    qid : array-like, optional
+        Query ids when ``data`` is a matrix; ignored otherwise.
+
+    Raises
+    ------
+    ValidationError
+        For indices out of range or not integers, a document preferred to
+        itself, a pair across two queries, or no pair at all.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pairs = preference_pairs(np.eye(3), better=[0, 2], worse=[1, 1])
+    >>> pairs.n_pairs, pairs.types
+    (2, [(1, 0)])
+    """
+    if not isinstance(data, RankingData):
+        X = data
+        n = X.shape[0] if hasattr(X, "shape") else len(X)
+        data = RankingData(X, np.zeros(n), np.zeros(n, dtype=np.int64) if qid is None else qid)
+    better = np.asarray(better)
+    worse = np.asarray(worse)
+    for name, arr in (("better", better), ("worse", worse)):
+        if arr.ndim != 1:
+            raise ValidationError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+        if arr.size and arr.dtype.kind not in "iu":
+            if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+                continue
+            raise ValidationError(f"{name} must hold integer document indices")
+    if better.shape != worse.shape:
+        raise ValidationError(
+            f"better has {better.shape[0]} entries but worse has {worse.shape[0]}; they must match"
+        )
+    if better.size == 0:
+        raise ValidationError("no pairs: better and worse are empty")
+    better = better.astype(np.int64)
+    worse = worse.astype(np.int64)
+    m = data.n_documents
+    for name, arr in (("better", better), ("worse", worse)):
+        bad = (arr < 0) | (arr >= m)
+        if bad.any():
+            raise ValidationError(
+                f"{name}[{int(np.flatnonzero(bad)[0])}] = {int(arr[bad][0])} is not a document index (0..{m - 1})"
+            )
+    same = better == worse
+    if same.any():
+        raise ValidationError(f"pair {int(np.flatnonzero(same)[0])} prefers document {int(better[same][0])} to itself")
+    q = data.query_index
+    cross = q[better] != q[worse]
+    if cross.any():
+        i = int(np.flatnonzero(cross)[0])
+        raise ValidationError(
+            f"pair {i} joins documents of two queries ({data.qid[better[i]]!r} and {data.qid[worse[i]]!r}); "
+            "pairs must be within one query"
+        )
+    pair_type = np.tile(np.array([1, 0], dtype=np.int64), (better.shape[0], 1))
+    return PairSet(data, better, worse, q[better], pair_type, source="preferences")
