@@ -50,7 +50,11 @@ def _tau_table(tau) -> dict[tuple, float]:
         if not (isinstance(key, tuple) and len(key) == 2):
             raise ValidationError(f"tau key {key!r} is not a (higher grade, lower grade) pair")
         hi, lo = key
-        if not hi > lo:
+        try:
+            ordered = bool(hi > lo)
+        except TypeError:
+            raise ValidationError(f"tau key {key!r} does not hold two comparable grades") from None
+        if not ordered:
             raise ValidationError(
                 f"tau key {key!r} is ordered the wrong way: write (higher grade, lower grade), "
                 f"e.g. {(lo, hi)!r}"
@@ -90,13 +94,11 @@ def tau_per_pair(pairs: PairSet, tau=None) -> np.ndarray:
     missing = [k for k in present if k not in table]
     if missing:
         raise ValidationError(f"tau has no value for grade pairs {missing}; give one for each of {present}")
-    grades = pairs.data.grades
-    g = grades.shape[0]
-    code = np.searchsorted(grades, pairs.pair_type[:, 0]) * g + np.searchsorted(grades, pairs.pair_type[:, 1])
-    by_code = np.zeros(g * g)
-    for (hi, lo), value in table.items():
-        by_code[np.searchsorted(grades, hi) * g + np.searchsorted(grades, lo)] = value
-    return by_code[code]
+    # Code the pairs by their distinct types, not by the data's grades: explicit
+    # preference pairs have type (1, 0) whatever the grades of the documents.
+    types, code = np.unique(pairs.pair_type, axis=0, return_inverse=True)
+    by_code = np.array([table[tuple(row.tolist())] for row in types], dtype=np.float64)
+    return by_code[code.ravel()]
 
 
 def balanced_mu(pairs: PairSet) -> dict:

@@ -251,7 +251,7 @@ def _check_letor_lines(path: str) -> None:
                 float(tokens[0])
             except ValueError:
                 raise ValidationError(
-                    f"{path}, line {lineno}: the grade {tokens[0][:30]!r} is not a number"
+                    f"{path}, line {lineno}: the grade {tokens[0][:30].decode(errors='replace')!r} is not a number"
                 ) from None
             for tok in tokens[1:]:
                 key, sep, value = tok.partition(b":")

@@ -294,8 +294,9 @@ def preference_pairs(data, better, worse, qid=None) -> PairSet:
     cross = q[better] != q[worse]
     if cross.any():
         i = int(np.flatnonzero(cross)[0])
+        qb, qw = data.qid[[better[i], worse[i]]].tolist()  # plain Python values for the message
         raise ValidationError(
-            f"pair {i} joins documents of two queries ({data.qid[better[i]]!r} and {data.qid[worse[i]]!r}); "
+            f"pair {i} joins documents of two queries ({qb!r} and {qw!r}); "
             "pairs must be within one query"
         )
     pair_type = np.tile(np.array([1, 0], dtype=np.int64), (better.shape[0], 1))

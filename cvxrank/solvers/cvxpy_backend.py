@@ -31,6 +31,16 @@ CVXPY_SOLVERS = {
     "mosek": ("MOSEK", "Mosek"),
 }
 
+def _osqp_polish_option() -> str:
+    try:
+        major = int(metadata.version("osqp").split(".")[0])
+    except (metadata.PackageNotFoundError, ValueError):
+        return "polish"
+    return "polishing" if major >= 1 else "polish"
+
+
+_OSQP_POLISH = _osqp_polish_option()
+
 #: The only place cvxrank changes a solver's defaults. User options override
 #: these key by key; everything else passes through to the solver untouched.
 DEFAULT_OPTIONS = {
@@ -39,7 +49,8 @@ DEFAULT_OPTIONS = {
     # recovers an exact active-set solution on most primal ranking QPs. On the
     # lifted and dual forms ADMM often stalls whatever the tolerance; the
     # certificate reports it (status "user_limit"/"optimal_inaccurate").
-    "osqp": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iter": 100_000, "polish": True},
+    # (OSQP 1.0 renamed the option "polish" to "polishing".)
+    "osqp": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iter": 100_000, _OSQP_POLISH: True},
     # SCS's defaults (eps 1e-4) are far too loose for a certified 1e-6 gap.
     "scs": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
 }

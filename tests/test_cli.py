@@ -1,0 +1,81 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cvxrank.cli import main
+
+
+def test_demo_prints_the_theorem_table(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "Theorem 1 verified numerically" in out
+    rows = {}
+    for line in out.splitlines():
+        tokens = line.split()
+        if len(tokens) == 11 and tokens[0] in ("primal", "lifted", "dual", "hinge"):
+            rows[(tokens[0], tokens[1])] = (tokens[2], tokens[-1])
+    for form in ("primal", "lifted", "dual", "hinge"):
+        assert rows[(form, "clarabel")] == ("optimal", "PASS")
+    assert rows[("hinge", "subgradient")] == ("optimal", "PASS")
+    n_pass = sum(1 for status, verdict in rows.values() if verdict == "PASS")
+    assert f"{n_pass} of {len(rows)} rows pass." in out
+
+
+def test_verify_writes_json(tmp_path, capsys):
+    path = tmp_path / "v.json"
+    code = main(["verify", "--tau", "2-1=2,2-0=3,1-0=1", "--mu", "balanced", "--lam", "0.05",
+                 "--solvers", "clarabel,subgradient", "--json", str(path)])
+    assert code == 0
+    doc = json.loads(path.read_text())
+    assert doc["meta"]["lam"] == 0.05
+    rows = doc["rows"]
+    assert {(r["formulation"], r["solver"]) for r in rows} == {("primal", "clarabel"), ("dual", "clarabel"),
+                                                              ("hinge", "subgradient")}
+    assert all(r["passed"] for r in rows)
+    assert f"wrote {path}" in capsys.readouterr().out
+
+
+def test_verify_on_a_letor_file(tmp_path, capsys):
+    f = tmp_path / "t.letor"
+    f.write_text("2 qid:1 1:1.0 2:0.5\n1 qid:1 1:0.2 2:0.1\n0 qid:1 1:-1 2:0.3\n"
+                 "1 qid:2 1:0.5 2:0.9\n0 qid:2 1:0.1 2:-0.4\n")
+    assert main(["verify", "--data", str(f), "--solvers", "clarabel"]) == 0
+    assert "4 pairs, 2 features" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["verify", "--tau", "2-3=1"], "ordered the wrong way"),
+    (["verify", "--tau", "21"], "not HIGHER-LOWER=VALUE"),
+    (["verify", "--mu", "heavy"], "--mu must be"),
+    (["verify", "--lam", "-1"], "lam must be positive"),
+    (["verify", "--data", "/nonexistent/file.letor"], "no such file"),
+    (["verify", "--solvers", "nope"], "solvers not available"),
+    (["verify", "--json", "/nonexistent/dir/out.json", "--solvers", "clarabel"], "does not exist"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+
+
+def test_malformed_file_names_the_line(tmp_path):
+    f = tmp_path / "bad.letor"
+    f.write_text("1 qid:1 1:0.5\n0 qid:1 1:abc\n")
+    proc = subprocess.run([sys.executable, "-m", "cvxrank.cli", "verify", "--data", str(f)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "line 2" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_help_lists_commands_with_examples(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "cvxrank verify --tau" in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "demo" in capsys.readouterr().out

@@ -1,0 +1,27 @@
+"""Every example runs and says what the README says it says."""
+
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs(path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [str(path)])
+    runpy.run_path(str(path), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "Traceback" not in out
+
+
+def test_quick_example_output_matches_readme(capsys):
+    runpy.run_path(str(EXAMPLES[0].with_name("quick_example.py")), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "same w: True  L = 2 lam M: True" in out
+    assert "PairSet(n_pairs=1050, n_documents=246, n_features=5, n_queries=20)" in out
+    assert "NDCG@5: 0.9865" in out
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "NDCG@5: 0.9865" in readme and "n_pairs=1050" in readme

@@ -1,0 +1,124 @@
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from cvxrank.exceptions import ValidationError
+from cvxrank.formulations import (
+    FORMULATIONS,
+    build,
+    build_dual,
+    build_hinge,
+    build_lifted_primal,
+    build_primal,
+    choose_formulation,
+)
+from cvxrank.data import RankingData
+from cvxrank.datasets import make_ranking
+from cvxrank.pairs import make_pairs
+
+BUILDERS = {
+    "primal": lambda inst: build_primal(inst.pairs, inst.C),
+    "lifted": lambda inst: build_lifted_primal(inst.pairs, inst.C),
+    "dual": lambda inst: build_dual(inst.pairs, inst.C),
+    "hinge": lambda inst: build_hinge(inst.pairs, inst.weights, inst.lam),
+}
+
+
+@pytest.mark.parametrize("name", FORMULATIONS)
+def test_every_builder_is_dpp(small, name):
+    f = BUILDERS[name](small)
+    assert f.name == name
+    assert f.problem.is_dcp(dpp=True)
+    assert all(isinstance(p, cp.Parameter) and p.is_nonneg() for p in f.parameters.values())
+
+
+@pytest.mark.parametrize("name", FORMULATIONS)
+def test_sparse_features_build_and_solve(name):
+    from tests.conftest import Instance
+
+    inst = Instance(3, density=0.5)
+    assert inst.data.is_sparse
+    f = BUILDERS[name](inst)
+    f.problem.solve(solver="CLARABEL")
+    d = inst.data
+    ref = build_primal(make_pairs(RankingData(d.X.toarray(), d.y, d.qid)), inst.C)
+    ref.problem.solve(solver="CLARABEL")
+    np.testing.assert_allclose(f.recover_w(), ref.recover_w(), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["primal", "lifted", "dual"])
+def test_new_costs_resolve_without_recompiling(small, name):
+    """DPP: changing C's value re-solves to the same answer as a fresh build."""
+    f = BUILDERS[name](small)
+    f.problem.solve(solver="CLARABEL")
+    new_C = small.C * np.linspace(0.2, 3.0, small.pairs.n_pairs)
+    f.parameters["C"].value = new_C
+    f.problem.solve(solver="CLARABEL")
+    assert f.problem.is_dpp()  # so CVXPY reuses its compiled form for the new C
+    fresh = build_primal(small.pairs, new_C)
+    fresh.problem.solve(solver="CLARABEL")
+    np.testing.assert_allclose(f.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(f.C(), new_C)
+
+
+def test_hinge_lambda_parameter_resolves(small):
+    f = build_hinge(small.pairs, small.weights, small.lam)
+    f.problem.solve(solver="CLARABEL")
+    f.parameters["lam"].value = 2.0
+    f.problem.solve(solver="CLARABEL")
+    fresh = build_primal(small.pairs, small.weights / 4.0)  # C = weights / (2 * 2)
+    fresh.problem.solve(solver="CLARABEL")
+    np.testing.assert_allclose(f.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-9)
+    weights, lam = f.hinge_costs()
+    assert lam == 2.0
+
+
+def test_qp_forms_count_as_hinge_with_half_lambda(small):
+    weights, lam = build_primal(small.pairs, small.C).hinge_costs()
+    assert lam == 0.5
+    np.testing.assert_array_equal(weights, small.C)
+
+
+def test_build_auto_and_names(small):
+    assert choose_formulation(small.pairs) in ("primal", "lifted")
+    f = build(small.pairs, small.C, formulation="auto")
+    assert f.name == choose_formulation(small.pairs)
+    g = build(small.pairs, weights=small.weights, lam=small.lam, formulation="dual")
+    np.testing.assert_allclose(g.parameters["C"].value, small.C)
+    with pytest.raises(ValidationError, match="unknown formulation 'qp'.*primal"):
+        build(small.pairs, small.C, formulation="qp")
+    with pytest.raises(ValidationError, match="hinge formulation needs weights and lam"):
+        build(small.pairs, small.C, formulation="hinge")
+    with pytest.raises(ValidationError, match="needs C, or weights and lam"):
+        build(small.pairs, formulation="primal")
+
+
+def test_choose_formulation_prefers_lift_for_long_queries():
+    long = make_pairs(make_ranking(n_queries=2, docs_per_query=200, n_features=40, random_state=0))
+    short = make_pairs(make_ranking(n_queries=20, docs_per_query=3, n_features=2, random_state=0))
+    assert choose_formulation(long) == "lifted"
+    assert choose_formulation(short) == "primal"
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.array([1.0, -1.0]), "one value per pair"),
+    (-1.0, "non-negative"),
+    (np.nan, "NaN or infinite"),
+    ("abc", "numeric"),
+])
+def test_bad_costs(small, bad, match):
+    with pytest.raises(ValidationError, match=match):
+        build_primal(small.pairs, bad)
+
+
+@pytest.mark.parametrize("lam", [0.0, -1.0, np.inf, np.nan, "x"])
+def test_bad_lambda(small, lam):
+    with pytest.raises(ValidationError, match="lam"):
+        build_hinge(small.pairs, small.weights, lam)
+
+
+def test_recover_before_solve_is_an_error(small):
+    with pytest.raises(ValidationError, match="not been solved"):
+        build_primal(small.pairs, small.C).recover_w()
+    with pytest.raises(ValidationError, match="not been solved"):
+        build_dual(small.pairs, small.C).recover_w()
