@@ -81,7 +81,7 @@ def write_atomic(path: str, text: str) -> None:
 
 def _format_table(df: pd.DataFrame) -> str:
     shown = df.drop(columns=["note"]).copy()
-    for col in ("w_error", "identity_error", "objective_error", "relative_gap"):
+    for col in ("w_error", "w_bound", "identity_error", "objective_error", "relative_gap"):
         shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.1e}")
     for col in ("L", "M"):
         shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.8g}")
@@ -100,6 +100,7 @@ def _verify_report(df: pd.DataFrame, title: str) -> str:
         "",
         _format_table(df),
         "",
+        "w_error = |w - w_ref|/|w_ref|; w_bound = sqrt(2 G)/|w_ref|, the bound on |w - w*|/|w_ref| that the row's gap G proves;",
         "L = hinge objective (9) at the row's w, M = QP objective (14); identity_error = |L - 2 lambda M|/L;",
         "objective_error = solver's own optimum vs the reference; relative_gap = certified duality gap.",
         f"PASS: status optimal, w_error <= {tol['w']:g}, relative_gap <= {tol['gap']:g}, "

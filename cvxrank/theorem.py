@@ -67,7 +67,9 @@ def verify_theorem1(data, *, tau=None, mu=None, lam: float = 0.1, solvers=None,
         One row per (formulation, solver) with columns ``formulation``,
         ``solver``, ``status``, ``w_error`` (relative distance of ``w`` to the
         reference ``w``: the row with the smallest certified gap),
-        ``L`` (hinge objective (9) at the row's ``w``), ``M`` (QP objective
+        ``w_bound`` (what the row's gap proves: ``‖w - w*‖ / ‖w_ref‖ ≤
+        sqrt(2 G)/‖w_ref‖`` with ``G`` the gap of (14), since ``M`` is
+        1-strongly convex), ``L`` (hinge objective (9) at the row's ``w``), ``M`` (QP objective
         (14) at the row's ``w``), ``identity_error`` (``|L - 2λM| / L``),
         ``objective_error`` (the solver's own optimum, converted to the scale
         of (9), against ``L`` at the reference ``w``), ``relative_gap``
@@ -149,6 +151,9 @@ def verify_theorem1(data, *, tau=None, mu=None, lam: float = 0.1, solvers=None,
     for i in solved:
         row = rows[i]
         row["w_error"] = float(np.linalg.norm(results[i].w - w_ref) / norm)
+        # M is 1-strongly convex: ½‖w - w*‖² ≤ M(w) - M(w*) ≤ gap (QP scale).
+        gap_qp = max(results[i].duality_gap, 0.0) / (2.0 * lam)
+        row["w_bound"] = float(np.sqrt(2.0 * gap_qp) / norm)
         row["objective_error"] = abs(row.pop("reported_L") - L_ref) / L_ref
         row["passed"] = bool(
             row["status"] == "optimal"
@@ -159,7 +164,7 @@ def verify_theorem1(data, *, tau=None, mu=None, lam: float = 0.1, solvers=None,
         )
     for row in rows:
         row.setdefault("passed", False)
-    columns = ["formulation", "solver", "status", "w_error", "L", "M", "identity_error", "objective_error",
+    columns = ["formulation", "solver", "status", "w_error", "w_bound", "L", "M", "identity_error", "objective_error",
                "relative_gap", "time", "passed", "note"]
     df = pd.DataFrame(rows).reindex(columns=columns)
     df.attrs.update({

@@ -14,7 +14,7 @@ def test_demo_prints_the_theorem_table(capsys):
     rows = {}
     for line in out.splitlines():
         tokens = line.split()
-        if len(tokens) == 11 and tokens[0] in ("primal", "lifted", "dual", "hinge"):
+        if len(tokens) == 12 and tokens[0] in ("primal", "lifted", "dual", "hinge"):
             rows[(tokens[0], tokens[1])] = (tokens[2], tokens[-1])
     for form in ("primal", "lifted", "dual", "hinge"):
         assert rows[(form, "clarabel")] == ("optimal", "PASS")

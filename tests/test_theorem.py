@@ -9,7 +9,7 @@ from cvxrank.pairs import make_pairs
 from cvxrank.theorem import DEFAULT_TOLERANCES, verify_theorem1
 from tests.conftest import CORE_CVXPY
 
-COLUMNS = ["formulation", "solver", "status", "w_error", "L", "M", "identity_error", "objective_error",
+COLUMNS = ["formulation", "solver", "status", "w_error", "w_bound", "L", "M", "identity_error", "objective_error",
            "relative_gap", "time", "passed", "note"]
 
 
@@ -27,6 +27,10 @@ def test_theorem1_holds(tau, mu, what):
     assert df["passed"].all(), df.to_string()
     # The two objectives are related by 2λ at every row's w (L = 2λ M).
     np.testing.assert_allclose(df["L"], 2 * 0.2 * df["M"], rtol=1e-12)
+    # The gap's bound on the distance to w* holds for every pair of rows (triangle inequality).
+    ok = df[df.status == "optimal"]
+    ref = ok.loc[ok.relative_gap.idxmin()]
+    assert (ok["w_error"] <= ok["w_bound"] + ref["w_bound"] + 1e-12).all()
     assert df.attrs["lam"] == 0.2 and df.attrs["n_pairs"] == make_pairs(data).n_pairs
 
 
