@@ -1,6 +1,5 @@
 """Tests of cvxrank.data: RankingData, from_frame and load_letor."""
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,7 +10,7 @@ from cvxrank.data import RankingData, load_letor
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import make_pairs
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared/data/lightgbm_rank"
+from tests.conftest import LIGHTGBM_DIR as DATA_DIR
 
 
 # -- RankingData from arrays ---------------------------------------------------
