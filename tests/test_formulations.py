@@ -122,3 +122,24 @@ def test_recover_before_solve_is_an_error(small):
         build_primal(small.pairs, small.C).recover_w()
     with pytest.raises(ValidationError, match="not been solved"):
         build_dual(small.pairs, small.C).recover_w()
+
+
+@pytest.mark.parametrize("name", FORMULATIONS)
+def test_many_pairs_do_not_densify(name):
+    """~20k pairs: a parameter-times-variable objective would make CVXPY allocate an ℓ x ℓ array (3 GB)."""
+    import tracemalloc
+
+    from cvxrank.costs import pair_weights, theorem1_C
+    from cvxrank.datasets import make_ecml_simulation
+    from cvxrank.solvers import solve
+
+    pairs = make_pairs(make_ecml_simulation(sizes=(200, 60, 30), random_state=0))
+    assert pairs.n_pairs == 200 * 60 + 200 * 30 + 60 * 30
+    weights = pair_weights(pairs)
+    tracemalloc.start()
+    f = build(pairs, theorem1_C(weights, 1.0), weights=weights, lam=1.0, formulation=name)
+    res = solve(f, "clarabel")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert res.status == "optimal"
+    assert peak < 400e6, f"peak {peak / 1e6:.0f} MB"

@@ -22,7 +22,9 @@ def build_dual(pairs: PairSet, C) -> Formulation:
 
     The quadratic term is written through ``Dᵀα`` (``n_features`` entries),
     never through the ``n_pairs x n_pairs`` Gram matrix. The weights are
-    recovered by (16): ``w = Σ α_i z_i d_i = Dᵀα``.
+    recovered by (16): ``w = Σ α_i z_i d_i = Dᵀα``; the problem holds it as the
+    variable ``u`` with the constraint ``u = Dᵀα``, and ``Σ α_i`` as the
+    epigraph variable ``s`` (see the comment in the code).
 
     Parameters
     ----------
@@ -33,12 +35,18 @@ def build_dual(pairs: PairSet, C) -> Formulation:
     Cp = cp.Parameter(pairs.n_pairs, nonneg=True, name="C")
     Cp.value = check_costs(C, pairs.n_pairs, "C")
     alpha = cp.Variable(pairs.n_pairs, name="alpha")
+    # CVXPY stores the objective's coefficients densely over (parameters x
+    # variables): with ℓ parameters C, an objective touching all ℓ entries of α
+    # becomes an ℓ x ℓ array (3 GB at 20k pairs). So the objective only sees
+    # u = Dᵀα (n entries) and the epigraph variable s ≤ Σ α_i; same problem.
+    u = cp.Variable(pairs.n_features, name="u")
+    s = cp.Variable(name="s")
     Dt = pairs.difference_matrix().T
     problem = cp.Problem(
-        cp.Maximize(cp.sum(alpha) - 0.5 * cp.sum_squares(Dt @ alpha)),
-        [alpha >= 0, alpha <= Cp],
+        cp.Maximize(s - 0.5 * cp.sum_squares(u)),
+        [u == Dt @ alpha, alpha >= 0, alpha <= Cp, s <= cp.sum(alpha)],
     )
     return Formulation(
-        "dual", problem, {"alpha": alpha}, {"C": Cp}, pairs,
+        "dual", problem, {"alpha": alpha, "u": u, "s": s}, {"C": Cp}, pairs,
         "(18)-(19) Cao et al. 2006 = (10) Xu et al. 2006",
     )

@@ -35,9 +35,12 @@ def build_hinge(pairs: PairSet, weights, lam: float) -> Formulation:
     lp = cp.Parameter(nonneg=True, name="lam")
     lp.value = check_lam(lam)
     w = cp.Variable(pairs.n_features, name="w")
+    t = cp.Variable(name="t")
     D = pairs.difference_matrix()
-    problem = cp.Problem(cp.Minimize(wp @ cp.pos(1 - D @ w) + lp * cp.sum_squares(w)))
+    # Epigraph of the weighted loss, as in primal.py: a parameter-times-variable
+    # objective term would be densified by CVXPY into an ℓ x ℓ array.
+    problem = cp.Problem(cp.Minimize(t + lp * cp.sum_squares(w)), [wp @ cp.pos(1 - D @ w) <= t])
     return Formulation(
-        "hinge", problem, {"w": w}, {"weights": wp, "lam": lp}, pairs,
+        "hinge", problem, {"w": w, "t": t}, {"weights": wp, "lam": lp}, pairs,
         "(9) Cao et al. 2006 = (8) Xu et al. 2006",
     )

@@ -9,6 +9,12 @@ from cvxrank.pairs import PairSet
 
 __all__ = ["build_primal", "build_lifted_primal"]
 
+# The cost term Σ C_i ξ_i sits in an epigraph constraint ``C @ ξ <= t`` rather
+# than in the objective: CVXPY's QP coefficient extraction densifies a
+# parameter-times-variable objective term into an (ℓ+1) x (ℓ+1) array (763 GiB
+# at 320k pairs), while parametrised constraints stay sparse. Same problem,
+# same optimum, still DPP.
+
 
 def _C_parameter(pairs: PairSet, C) -> cp.Parameter:
     param = cp.Parameter(pairs.n_pairs, nonneg=True, name="C")
@@ -41,17 +47,19 @@ def build_primal(pairs: PairSet, C) -> Formulation:
     Returns
     -------
     Formulation
-        Variables ``w``, ``xi``; parameter ``C``; the dual value of the margin
+        Variables ``w``, ``xi`` and ``t`` (epigraph of ``Σ C_i ξ_i``, see the
+        module comment); parameter ``C``; the dual value of the margin
         constraint is ``α``.
     """
     Cp = _C_parameter(pairs, C)
     w = cp.Variable(pairs.n_features, name="w")
     xi = cp.Variable(pairs.n_pairs, name="xi")
+    t = cp.Variable(name="t")
     D = pairs.difference_matrix()
     margin = D @ w + xi >= 1
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + Cp @ xi), [margin, xi >= 0])
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + t), [margin, xi >= 0, Cp @ xi <= t])
     return Formulation(
-        "primal", problem, {"w": w, "xi": xi}, {"C": Cp}, pairs,
+        "primal", problem, {"w": w, "xi": xi, "t": t}, {"C": Cp}, pairs,
         "(14) Cao et al. 2006 = (9) Xu et al. 2006", margin,
     )
 
@@ -78,12 +86,13 @@ def build_lifted_primal(pairs: PairSet, C) -> Formulation:
     w = cp.Variable(pairs.n_features, name="w")
     s = cp.Variable(pairs.n_documents, name="s")
     xi = cp.Variable(pairs.n_pairs, name="xi")
+    t = cp.Variable(name="t")
     margin = pairs.P @ s + xi >= 1
     problem = cp.Problem(
-        cp.Minimize(0.5 * cp.sum_squares(w) + Cp @ xi),
-        [margin, xi >= 0, s == pairs.data.X @ w],
+        cp.Minimize(0.5 * cp.sum_squares(w) + t),
+        [margin, xi >= 0, s == pairs.data.X @ w, Cp @ xi <= t],
     )
     return Formulation(
-        "lifted", problem, {"w": w, "s": s, "xi": xi}, {"C": Cp}, pairs,
+        "lifted", problem, {"w": w, "s": s, "xi": xi, "t": t}, {"C": Cp}, pairs,
         "(14) Cao et al. 2006 with D = P X lifted", margin,
     )

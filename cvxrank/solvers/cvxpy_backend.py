@@ -91,6 +91,12 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
             # warns instead, with the certified gap (see solvers.common.finish).
             warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
             problem.solve(solver=const, warm_start=warm_start, verbose=verbose, **merged)
+    except MemoryError:
+        raise SolverError(
+            f"out of memory while CVXPY compiled or {solver} solved the {formulation.name} formulation "
+            f"({formulation.pairs.n_pairs} pairs x {formulation.pairs.n_features} features); use the lifted "
+            "formulation (cvxrank.build(..., formulation='lifted')) or a native solver ('subgradient')"
+        ) from None
     except cp.error.SolverError as exc:
         others = [s for s in installed_cvxpy_solvers() if s != solver]
         raise SolverError(
