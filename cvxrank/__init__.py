@@ -20,9 +20,9 @@ Layout (imports point down this list only)::
 
 __version__ = "0.1.0"
 
-from cvxrank.costs import balanced_mu, pair_weights, theorem1_C
+from cvxrank.costs import balanced_mu, estimate_tau, pair_weights, theorem1_C
 from cvxrank.data import RankingData, load_letor
-from cvxrank.datasets import make_ranking
+from cvxrank.datasets import make_ecml_simulation, make_ranking
 from cvxrank.exceptions import (
     CvxrankError,
     InaccurateSolutionWarning,
@@ -64,8 +64,10 @@ __all__ = [
     "build_primal",
     "choose_formulation",
     "dual_objective",
+    "estimate_tau",
     "hinge_objective",
     "load_letor",
+    "make_ecml_simulation",
     "make_pairs",
     "make_ranking",
     "pair_weights",

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["make_ranking"]
+__all__ = ["make_ranking", "make_ecml_simulation", "ECML_MEANS", "ECML_SIZES"]
 
 
 def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 5, n_grades: int = 3, *,
@@ -65,3 +65,28 @@ def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 
         y[start:start + size] = (ranks * n_grades) // size
         start += size
     return RankingData(sp.csr_matrix(X) if density < 1 else X, y, qid)
+
+
+#: Section 4.1 of Xu et al. (ECML 2006): Gaussian centres and sizes of r1, r2, r3.
+ECML_MEANS = ((0.0, -0.5), (0.0, 2.0), (2.0, 2.5))
+ECML_SIZES = (1000, 200, 100)
+
+
+def make_ecml_simulation(*, sizes=ECML_SIZES, random_state=0) -> RankingData:
+    """The simulation data of section 4.1 of Xu et al. (ECML 2006).
+
+    Three grades ``r1 < r2 < r3`` (stored as 0, 1, 2) drawn from ``N(m_k, I)``
+    in two dimensions with ``m_1 = (0, -0.5)``, ``m_2 = (0, 2)``,
+    ``m_3 = (2, 2.5)`` and ``n = 1000, 200, 100`` documents, all in one query.
+
+    Examples
+    --------
+    >>> make_ecml_simulation(random_state=0)
+    RankingData(n_documents=1300, n_features=2, n_queries=1, grades=[0, 1, 2])
+    """
+    if len(sizes) != 3 or any(not isinstance(n, (int, np.integer)) or n < 1 for n in sizes):
+        raise ValidationError(f"sizes must be three positive integers, got {sizes!r}")
+    rng = np.random.default_rng(random_state)
+    X = np.vstack([rng.standard_normal((n, 2)) + np.asarray(m) for m, n in zip(ECML_MEANS, sizes)])
+    y = np.repeat(np.arange(3), sizes)
+    return RankingData(X, y, np.ones(X.shape[0], dtype=np.int64))
