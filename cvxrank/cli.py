@@ -33,6 +33,12 @@ EPILOG_DEMO = """examples:
 """
 
 
+def _grade(text: str):
+    """A grade as written on the command line: int when integral, else float."""
+    text = text.strip()
+    return int(text) if text.isdigit() else float(text)
+
+
 def _parse_tau(text: str | None):
     """``"2-1=3,2-0=3,1-0=0.5"`` -> ``{(2, 1): 3.0, (2, 0): 3.0, (1, 0): 0.5}``."""
     if text is None:
@@ -44,8 +50,7 @@ def _parse_tau(text: str | None):
         if not (sep and dash):
             raise CvxrankError(f"--tau item {item!r} is not HIGHER-LOWER=VALUE (e.g. 2-1=3)")
         try:
-            grade = (lambda g: int(g) if g.lstrip("-").isdigit() else float(g))
-            table[(grade(hi.strip()), grade(lo.strip()))] = float(value)
+            table[(_grade(hi), _grade(lo))] = float(value)
         except ValueError:
             raise CvxrankError(f"--tau item {item!r} is not HIGHER-LOWER=VALUE with numbers") from None
     return table

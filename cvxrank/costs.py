@@ -13,6 +13,7 @@ from numbers import Real
 
 import numpy as np
 
+from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
@@ -255,6 +256,8 @@ def estimate_tau(data, T: int | None = 100, *, random_state=None):
     """
     import pandas as pd
 
+    if not isinstance(data, RankingData):
+        raise ValidationError(f"estimate_tau takes RankingData, got {type(data).__name__}")
     if T is not None and (isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1):
         raise ValidationError(f"T must be a positive integer or None, got {T!r}")
     grades = data.grades
@@ -267,7 +270,7 @@ def estimate_tau(data, T: int | None = 100, *, random_state=None):
     code = np.searchsorted(grades, data.y)
     counts = np.zeros((data.n_queries, g), dtype=np.int64)
     np.add.at(counts, (data.query_index, code), 1)
-    top = np.array([np.flatnonzero(row).max() for row in counts])  # per query, not per document
+    top = g - 1 - np.argmax(counts[:, ::-1] > 0, axis=1)  # highest grade present in each query
     gain = np.exp2(grades.astype(np.float64)) - 1.0
     rows = []
     for a in range(g):

@@ -77,6 +77,8 @@ def test_hand_example_and_use_as_tau():
 
 
 def test_bad_input():
+    with pytest.raises(ValidationError, match="takes RankingData"):
+        estimate_tau(np.eye(3))
     with pytest.raises(ValidationError, match="at least two grades"):
         estimate_tau(RankingData(np.eye(3), [1, 1, 1], [1, 1, 2]))
     with pytest.raises(ValidationError, match="grades >= 0"):
