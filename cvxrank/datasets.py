@@ -8,17 +8,19 @@ import scipy.sparse as sp
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["make_ranking", "make_ecml_simulation", "ECML_MEANS", "ECML_SIZES"]
+__all__ = ["make_ranking", "make_ohsumed_like", "make_web_like", "make_ecml_simulation", "ECML_MEANS", "ECML_SIZES",
+           "OHSUMED_PROPORTIONS", "WEB_PROPORTIONS"]
 
 
 def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 5, n_grades: int = 3, *,
-                 noise: float = 0.5, density: float = 1.0, random_state=0) -> RankingData:
+                 noise: float = 0.5, density: float = 1.0, proportions=None, random_state=0) -> RankingData:
     """Random graded queries from a noisy linear relevance model.
 
     Each document ``x ~ N(0, I)`` gets the latent score ``<w_true, x> + noise·ε``
     with ``w_true ~ N(0, I)``; grades ``0 .. n_grades-1`` cut the latent
-    scores of each query at its own quantiles, so every query of three or more
-    documents has several grades.
+    scores of each query at its own quantiles (equal shares, or
+    ``proportions``), so every query of three or more documents has several
+    grades.
 
     Parameters
     ----------
@@ -31,6 +33,9 @@ def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 
         Scale of the Gaussian noise on the latent score (0: separable).
     density : float, default 1.0
         Fraction of non-zero features; below 1 returns sparse ``X``.
+    proportions : sequence of float, optional
+        Share of each grade, lowest first, in every query (normalised to sum
+        to 1); ``n_grades`` is then ``len(proportions)``. Default: equal shares.
     random_state : int or numpy Generator, default 0
 
     Examples
@@ -41,6 +46,11 @@ def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 
     for name, v in (("n_queries", n_queries), ("n_features", n_features), ("n_grades", n_grades)):
         if not isinstance(v, (int, np.integer)) or v < 1:
             raise ValidationError(f"{name} must be a positive integer, got {v!r}")
+    if proportions is not None:
+        shares = np.asarray(proportions, dtype=float)
+        if shares.ndim != 1 or shares.size < 2 or not np.all(np.isfinite(shares)) or np.any(shares <= 0):
+            raise ValidationError(f"proportions must be two or more positive numbers, got {proportions!r}")
+        n_grades = shares.size
     if n_grades < 2:
         raise ValidationError("n_grades must be at least 2 for there to be pairs")
     if not 0 < density <= 1:
@@ -57,14 +67,63 @@ def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 
         X *= rng.random((m, n_features)) < density
     w_true = rng.standard_normal(n_features)
     latent = X @ w_true + noise * rng.standard_normal(m)
-    y = np.empty(m, dtype=np.int64)
-    start = 0
-    for size in sizes:
-        block = latent[start:start + size]
-        ranks = np.argsort(np.argsort(block, kind="stable"), kind="stable")
-        y[start:start + size] = (ranks * n_grades) // size
-        start += size
+    # rank of each document inside its query (queries are contiguous blocks), then grade cuts
+    order = np.lexsort((latent, qid))
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    ranks = np.empty(m, dtype=np.int64)
+    ranks[order] = np.arange(m) - starts
+    frac = ranks / np.repeat(sizes, sizes)
+    if proportions is None:
+        y = (ranks * n_grades) // np.repeat(sizes, sizes)
+    else:
+        cuts = np.cumsum(shares / shares.sum())[:-1]
+        y = np.searchsorted(cuts, frac, side="right").astype(np.int64)
     return RankingData(sp.csr_matrix(X) if density < 1 else X, y, qid)
+
+
+#: Grade shares of OHSUMED (not / possibly / definitely relevant), about 70/16/14 %.
+OHSUMED_PROPORTIONS = (0.70, 0.16, 0.14)
+#: Grade shares 0-4 of a web collection such as MSLR-WEB (most documents irrelevant).
+WEB_PROPORTIONS = (0.52, 0.32, 0.13, 0.02, 0.01)
+
+
+def make_ohsumed_like(n_queries: int = 106, docs_per_query=(100, 205), n_features: int = 45, *,
+                      noise: float = 1.0, random_state=0) -> RankingData:
+    """A generated collection shaped like OHSUMED (LETOR 3.0).
+
+    106 queries of about 152 documents (16,000 in all), 3 grades in the
+    OHSUMED proportions 70/16/14 % and 45 features, which gives about 600,000
+    within-query pairs. Relevance follows :func:`make_ranking`'s linear model
+    with the noise scaled to the signal (``noise`` times ``‖w_true‖``), so the
+    data are far from separable, like real relevance judgements.
+
+    Examples
+    --------
+    >>> d = make_ohsumed_like(n_queries=4, random_state=0)
+    >>> d.n_features, sorted(set(d.y.tolist()))
+    (45, [0, 1, 2])
+    """
+    return make_ranking(n_queries, docs_per_query, n_features, noise=noise * np.sqrt(n_features),
+                        proportions=OHSUMED_PROPORTIONS, random_state=random_state)
+
+
+def make_web_like(n_queries: int = 10_000, docs_per_query=(50, 150), n_features: int = 136, *,
+                  noise: float = 1.0, random_state=0) -> RankingData:
+    """A generated collection shaped like a web search data set (MSLR-WEB).
+
+    By default 10,000 queries of about 100 documents (a million in all), 5
+    grades in :data:`WEB_PROPORTIONS` and 136 dense features: about 33 million
+    within-query pairs, far more than can be materialised as pair differences.
+    Noise is scaled as in :func:`make_ohsumed_like`.
+
+    Examples
+    --------
+    >>> d = make_web_like(n_queries=3, random_state=0)
+    >>> d.n_features, sorted(set(d.y.tolist()))
+    (136, [0, 1, 2, 3, 4])
+    """
+    return make_ranking(n_queries, docs_per_query, n_features, noise=noise * np.sqrt(n_features),
+                        proportions=WEB_PROPORTIONS, random_state=random_state)
 
 
 #: Section 4.1 of Xu et al. (ECML 2006): Gaussian centres and sizes of r1, r2, r3.

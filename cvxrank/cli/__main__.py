@@ -1,0 +1,5 @@
+import sys
+
+from cvxrank.cli import main
+
+sys.exit(main())
