@@ -22,7 +22,13 @@ from cvxrank.exceptions import ValidationError
 __all__ = ["RankingData", "load_letor"]
 
 
+def _reject_complex(values, what: str) -> None:
+    if np.iscomplexobj(values):
+        raise ValidationError(f"{what} must be real numbers, got complex values")
+
+
 def _as_features(X) -> np.ndarray | sp.csr_matrix:
+    _reject_complex(X.data if sp.issparse(X) else X, "X")
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         values = X.data
@@ -45,6 +51,7 @@ def _as_features(X) -> np.ndarray | sp.csr_matrix:
 
 
 def _as_grades(y, n: int) -> np.ndarray:
+    _reject_complex(y, "y (grades)")
     try:
         y = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -13,7 +13,7 @@ from cvxrank.exceptions import SolverError
 from cvxrank.formulations import Formulation
 from cvxrank.solvers.common import finish
 
-__all__ = ["CVXPY_SOLVERS", "DEFAULT_OPTIONS", "installed_cvxpy_solvers", "solve_cvxpy"]
+__all__ = ["CVXPY_SOLVERS", "DEFAULT_OPTIONS", "MAX_ITER_OPTION", "installed_cvxpy_solvers", "solve_cvxpy"]
 
 #: cvxrank name -> (CVXPY solver constant, PyPI package). Solvers CVXPY can
 #: hand a QP or SOCP to; only the installed ones are offered.
@@ -30,6 +30,12 @@ CVXPY_SOLVERS = {
     "gurobi": ("GUROBI", "gurobipy"),
     "mosek": ("MOSEK", "Mosek"),
 }
+
+#: The iteration-cap option of each solver under its own name (native solvers: ``max_iter``).
+MAX_ITER_OPTION = {"clarabel": "max_iter", "ecos": "max_iters", "osqp": "max_iter", "scs": "max_iters",
+                   "piqp": "max_iter", "qoco": "max_iters", "cvxopt": "maxiters", "gurobi": "BarIterLimit",
+                   "mosek": "MSK_IPAR_INTPNT_MAX_ITERATIONS"}
+
 
 def _osqp_polish_option() -> str:
     try:

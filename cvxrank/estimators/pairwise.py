@@ -1,0 +1,361 @@
+"""Pairwise rankers: Ranking SVM, its cost-sensitive variant (ECML 2006) and RSVM-IR (SIGIR 2006).
+
+All three minimise the weighted hinge loss (9) of Cao et al. (SIGIR 2006),
+
+.. math:: L(w) = \\sum_i \\tau_{k(i)} \\mu_{q(i)} [1 - \\langle w, d_i \\rangle]_+ + \\lambda \\lVert w \\rVert^2,
+
+through the QP (14) with ``C_i = τ_k(i) μ_q(i) / (2λ)`` (Theorem 1) or the
+hinge form itself:
+
+==========================  =========================  ==========================
+estimator                   τ (per grade pair)         μ (per query)
+==========================  =========================  ==========================
+:class:`RankSVM`            1                          1
+:class:`CostSensitiveRankSVM`  given or estimated      1   (Proposition 1/ECML)
+:class:`RankSVMIR`          given or estimated         balanced (10)/SIGIR or given
+==========================  =========================  ==========================
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from cvxrank.costs import estimate_tau, mu_per_pair, tau_per_pair, theorem1_C
+from cvxrank.data import RankingData
+from cvxrank.estimators.base import BaseRanker, as_ranking_data, resolve_lam
+from cvxrank.exceptions import ValidationError
+from cvxrank.formulations import FORMULATIONS, build, build_hinge
+from cvxrank.pairs import count_pairs, make_pairs
+from cvxrank.solvers import available_solvers, solve
+from cvxrank.solvers.cvxpy_backend import MAX_ITER_OPTION
+
+__all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS", "tau_table"]
+
+#: ``solver="auto"`` uses the pair-free cutting-plane solver (when installed) from this many pairs on.
+AUTO_PAIRFREE_PAIRS = 50_000
+
+
+def tau_table(tau, data: RankingData, *, T=100, random_state=None) -> dict | None:
+    """Resolve a ``tau`` parameter into ``{(higher, lower): τ}`` (None for all ones).
+
+    ``"estimate"`` runs the NDCG@1 swap heuristic of Fig. 1/ECML (section 5.2/SIGIR) on
+    ``data`` (:func:`cvxrank.costs.estimate_tau`); a DataFrame with columns
+    ``higher, lower, tau`` or a mapping is taken as given.
+    """
+    if tau is None:
+        return None
+    if isinstance(tau, str):
+        if tau != "estimate":
+            raise ValidationError(f"tau must be None, 'estimate', a mapping or a DataFrame, got {tau!r}")
+        tau = estimate_tau(data, T=T, random_state=random_state)
+    if isinstance(tau, pd.DataFrame):
+        if not {"higher", "lower", "tau"} <= set(tau.columns):
+            raise ValidationError("a tau DataFrame needs the columns higher, lower and tau")
+        tau = {(_plain(r.higher), _plain(r.lower)): float(r.tau) for r in tau.itertuples()}
+    if not hasattr(tau, "items"):
+        raise ValidationError(f"tau must be None, 'estimate', a mapping or a DataFrame, got {type(tau).__name__}")
+    return {(_plain(k[0]), _plain(k[1])) if isinstance(k, tuple) and len(k) == 2 else k: v for k, v in tau.items()}
+
+
+def _plain(v):
+    """numpy scalars as Python numbers (JSON-friendly, hashable like the grades of make_pairs)."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def _tau_weights(pairs, table: dict | None) -> np.ndarray:
+    """Per-pair ``τ``; a grade pair whose estimated ``τ`` is 0 gets weight 0 (it drops out of the loss)."""
+    if table is None:
+        return np.ones(pairs.n_pairs)
+    zero = {k for k, v in table.items() if isinstance(v, numbers.Real) and v == 0}
+    weights = tau_per_pair(pairs, {k: (1.0 if k in zero else v) for k, v in table.items()})
+    if zero:
+        ptype = [tuple(t) for t in pairs.pair_type.tolist()]
+        weights[np.fromiter((t in zero for t in ptype), dtype=bool, count=len(ptype))] = 0.0
+    return weights
+
+
+class _PairwiseRanker(BaseRanker):
+    """Shared fit of the pairwise rankers; subclasses say which ``τ`` and ``μ`` they use."""
+
+    def _costs(self, data):  # -> (tau table or None, mu spec or None)
+        raise NotImplementedError
+
+    def _check_params(self):
+        if self.formulation not in FORMULATIONS + ("auto",):
+            raise ValidationError(f"unknown formulation {self.formulation!r}; choose one of "
+                                  f"{', '.join(FORMULATIONS + ('auto',))}")
+        if not isinstance(self.tol, numbers.Real) or not 0 < self.tol < 1:
+            raise ValidationError(f"tol must be a number in (0, 1), got {self.tol!r}")
+        if self.max_iter is not None and (not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
+            raise ValidationError(f"max_iter must be a positive integer or None, got {self.max_iter!r}")
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")
+        if not isinstance(self.score_k, numbers.Integral) or self.score_k < 1:
+            raise ValidationError(f"score_k must be a positive integer, got {self.score_k!r}")
+
+    def _solver_name(self, data) -> str:
+        solver = str(self.solver).lower()
+        if solver != "auto":
+            return solver
+        if "cutting_plane" in available_solvers() and self.formulation == "auto" \
+                and int(count_pairs(data).sum()) >= AUTO_PAIRFREE_PAIRS:
+            return "cutting_plane"
+        return "clarabel"
+
+    def _options(self, solver: str) -> dict:
+        options = dict(self.solver_options or {})
+        if self.max_iter is not None:
+            options.setdefault(MAX_ITER_OPTION.get(solver, "max_iter"), int(self.max_iter))
+        return options
+
+    def fit(self, X, y=None, qid=None):
+        """Fit ``w`` on graded documents.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_documents, n_features), or RankingData
+        y : array-like of shape (n_documents,)
+            Relevance grades (larger is better).
+        qid : array-like of shape (n_documents,), optional
+            Query id of each document; pairs are formed inside queries only.
+            Default: one query.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        data = as_ranking_data(X, y, qid, estimator=self)
+        lam = resolve_lam(self.lam, self.C)
+        table, mu = self._costs(data)
+        solver = self._solver_name(data)
+        options = self._options(solver)
+        if solver == "cutting_plane" and self.formulation == "auto":
+            from cvxrank.native import solve_pairfree
+
+            result = solve_pairfree(data, tau=table, mu=mu, lam=lam, tol=self.tol, **options)
+        else:
+            result = self._solve_pairs(data, table, mu, lam, solver, options)
+        self.coef_ = np.asarray(result.w, dtype=np.float64)
+        self.n_features_in_ = data.n_features
+        self.result_ = result
+        self.solve_summary_ = result.summary()
+        self.n_iter_ = int(result.iterations or 0)
+        self.lam_ = lam
+        self.tau_ = table
+        return self
+
+    def _solve_pairs(self, data, table, mu, lam, solver, options):
+        pairs = make_pairs(data)
+        weights = _tau_weights(pairs, table) * mu_per_pair(pairs, mu)
+        if not np.any(weights > 0):
+            raise ValidationError("every pair has weight 0 (all estimated tau are 0): nothing to learn")
+        if self.formulation == "hinge" or solver == "gd":
+            return solve(build_hinge(pairs, weights, lam), solver, tol=self.tol, **options)
+        form = build(pairs, theorem1_C(weights, lam), weights=weights, lam=lam, formulation=self.formulation)
+        return solve(form, solver, tol=self.tol, **options)
+
+
+_COMMON_DOC = """
+    lam : float, optional
+        ``λ`` of the hinge form (9)/SIGIR (default 1 when ``C`` is not given either).
+    C : float, optional
+        The QP cost of Ranking SVM (6)/ECML instead of ``lam``: ``λ = 1/(2C)``.
+    formulation : {"auto", "primal", "lifted", "dual", "hinge"}, default "auto"
+        Which CVXPY problem to solve (:func:`cvxrank.formulations.build`).
+    solver : str, default "auto"
+        Any name of :func:`cvxrank.available_solvers`; ``"auto"`` picks the
+        pair-free ``cutting_plane`` solver (when installed) for
+        :data:`AUTO_PAIRFREE_PAIRS` pairs or more, else ``clarabel``.
+    tol : float, default 1e-6
+        Certified relative duality gap required for status ``"optimal"``.
+    max_iter : int, optional
+        Iteration cap, passed under the solver's own option name.
+    random_state : int, optional
+        Seed of the ``τ`` estimation (the only random step).
+    solver_options : dict, optional
+        Passed to the solver untouched.
+    score_k : int, default 10
+        ``score`` returns the mean NDCG@``score_k``.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        The weight vector ``w``; scores are ``X @ coef_``.
+    result_ : SolveResult
+        The certified solution with its diagnostics (status, duality gap, times).
+    n_iter_ : int
+        Solver iterations.
+    lam_ : float
+        The ``λ`` used.
+    tau_ : dict or None
+        ``{(higher, lower): τ}`` used (estimated or given); None for all ones.
+    n_features_in_ : int
+"""
+
+
+class RankSVM(_PairwiseRanker):
+    __doc__ = """Ranking SVM (Herbrich et al.; Joachims 2002): the hinge loss of every pair weighs 1.
+
+    .. math:: \\min_w \\sum_i [1 - \\langle w, d_i \\rangle]_+ + \\lambda \\lVert w \\rVert^2
+
+    equation (7) of Xu et al. (ECML 2006), the QP (6) with ``C = 1/(2λ)``.
+
+    Parameters
+    ----------""" + _COMMON_DOC + """
+    Examples
+    --------
+    >>> from cvxrank.datasets import make_ranking
+    >>> data = make_ranking(n_queries=8, random_state=0)
+    >>> model = RankSVM(lam=0.1).fit(data.X, data.y, qid=data.qid)
+    >>> model.result_.status, round(model.score(data.X, data.y, qid=data.qid), 3)
+    ('optimal', 0.996)
+    """
+
+    def __init__(self, *, lam=None, C=None, formulation="auto", solver="auto", tol=1e-6, max_iter=None,
+                 random_state=None, solver_options=None, score_k=10):
+        self.lam = lam
+        self.C = C
+        self.formulation = formulation
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.solver_options = solver_options
+        self.score_k = score_k
+
+    def _costs(self, data):
+        return None, None
+
+
+class CostSensitiveRankSVM(_PairwiseRanker):
+    __doc__ = """Cost-sensitive Ranking SVM of Xu et al. (ECML 2006): a cost ``τ`` per grade pair.
+
+    .. math:: \\min_w \\sum_i \\tau_{k(i)} [1 - \\langle w, d_i \\rangle]_+ + \\lambda \\lVert w \\rVert^2
+
+    equation (8)/ECML, solved as the QP (9)/ECML with ``C_k = τ_k/(2λ)`` (Proposition 1).
+
+    Parameters
+    ----------
+    tau : "estimate", mapping or DataFrame, default "estimate"
+        ``{(higher grade, lower grade): τ}`` for every grade pair of the data,
+        or ``"estimate"``: the NDCG@1 swap heuristic of Fig. 1/ECML run on the
+        training data (:func:`cvxrank.costs.estimate_tau`). An estimated ``τ``
+        of 0 (a grade pair NDCG@1 never sees) drops that pair type from the loss.
+    tau_swaps : int, default 100
+        ``T``, the swaps per query and grade pair of the heuristic.""" + _COMMON_DOC + """
+    Examples
+    --------
+    >>> from cvxrank.datasets import make_ranking
+    >>> data = make_ranking(n_queries=8, random_state=0)
+    >>> tau = {(2, 1): 1.0, (2, 0): 1.0, (1, 0): 0.1}
+    >>> model = CostSensitiveRankSVM(tau=tau, lam=0.1).fit(data.X, data.y, qid=data.qid)
+    >>> model.result_.status
+    'optimal'
+    """
+
+    def __init__(self, *, tau="estimate", tau_swaps=100, lam=None, C=None, formulation="auto", solver="auto",
+                 tol=1e-6, max_iter=None, random_state=None, solver_options=None, score_k=10):
+        self.tau = tau
+        self.tau_swaps = tau_swaps
+        self.lam = lam
+        self.C = C
+        self.formulation = formulation
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.solver_options = solver_options
+        self.score_k = score_k
+
+    def _costs(self, data):
+        return tau_table(self.tau, data, T=self.tau_swaps, random_state=self.random_state), None
+
+
+class RankSVMIR(_PairwiseRanker):
+    __doc__ = """Ranking SVM for IR (RSVM-IR) of Cao et al. (SIGIR 2006): ``τ`` per grade pair, ``μ`` per query.
+
+    .. math:: \\min_w \\sum_i \\tau_{k(i)} \\mu_{q(i)} [1 - \\langle w, d_i \\rangle]_+ + \\lambda \\lVert w \\rVert^2
+
+    equation (9)/SIGIR, solved as the QP (14) with ``C_i = τμ/(2λ)`` (Theorem 1)
+    or by the paper's gradient descent (Fig. 3). The paper's variants:
+
+    ===============  =================  =========================
+    name in 004      ``variant``        ``optimizer``
+    ===============  =================  =========================
+    RSVM-IR-Rank     ``"rank"``         (μ = 1)
+    RSVM-IR-Query    ``"query"``        (τ = 1)
+    RSVM-IR-QP       ``"both"``         ``"qp"``
+    RSVM-IR-GD       ``"both"``         ``"gd"``
+    ===============  =================  =========================
+
+    Parameters
+    ----------
+    tau : "estimate", mapping or DataFrame, default "estimate"
+        As for :class:`CostSensitiveRankSVM`; not used when ``variant="query"``.
+    mu : "balanced", mapping or None, default "balanced"
+        Per-query weight; ``"balanced"`` is (10)/SIGIR, ``μ_q = max_j #pairs(q_j) / #pairs(q)``.
+        Not used when ``variant="rank"``.
+    variant : {"both", "rank", "query"}, default "both"
+    optimizer : {"qp", "gd"}, default "qp"
+        ``"gd"``: Fig. 3's fixed-step gradient descent (solver ``gd``; it
+        usually stops at ``max_iter`` with an honest, larger duality gap).
+    learning_rate : float, optional
+        ``η`` of the gradient descent (default ``1/(200λ)``).
+    tau_swaps : int, default 100
+        ``T`` of the ``τ`` heuristic.""" + _COMMON_DOC + """
+    Examples
+    --------
+    >>> from cvxrank.datasets import make_ranking
+    >>> data = make_ranking(n_queries=8, random_state=0)
+    >>> model = RankSVMIR(lam=0.1, random_state=0).fit(data.X, data.y, qid=data.qid)
+    >>> model.result_.status, sorted(model.tau_)
+    ('optimal', [(1, 0), (2, 0), (2, 1)])
+    """
+
+    def __init__(self, *, tau="estimate", mu="balanced", variant="both", optimizer="qp", learning_rate=None,
+                 tau_swaps=100, lam=None, C=None, formulation="auto", solver="auto", tol=1e-6, max_iter=None,
+                 random_state=None, solver_options=None, score_k=10):
+        self.tau = tau
+        self.mu = mu
+        self.variant = variant
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.tau_swaps = tau_swaps
+        self.lam = lam
+        self.C = C
+        self.formulation = formulation
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.solver_options = solver_options
+        self.score_k = score_k
+
+    def _check_params(self):
+        super()._check_params()
+        if self.variant not in ("both", "rank", "query"):
+            raise ValidationError(f"variant must be 'both', 'rank' or 'query', got {self.variant!r}")
+        if self.optimizer not in ("qp", "gd"):
+            raise ValidationError(f"optimizer must be 'qp' or 'gd', got {self.optimizer!r}")
+
+    def _costs(self, data):
+        table = None if self.variant == "query" else tau_table(self.tau, data, T=self.tau_swaps,
+                                                                random_state=self.random_state)
+        return table, (None if self.variant == "rank" else self.mu)
+
+    def _solver_name(self, data) -> str:
+        if self.optimizer == "gd":
+            if str(self.solver).lower() not in ("auto", "gd"):
+                raise ValidationError(f"optimizer='gd' runs the gd solver; solver={self.solver!r} contradicts it")
+            return "gd"
+        return super()._solver_name(data)
+
+    def _options(self, solver: str) -> dict:
+        options = super()._options(solver)
+        if solver == "gd" and self.learning_rate is not None:
+            options.setdefault("learning_rate", self.learning_rate)
+        return options

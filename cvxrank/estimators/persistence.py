@@ -1,0 +1,203 @@
+"""Model files: a fitted ranker as plain JSON (weights, settings, feature count, version), never pickle.
+
+A model file looks like::
+
+    {
+      "format": "cvxrank-model",
+      "format_version": 1,
+      "cvxrank_version": "0.1.0",
+      "estimator": "RankSVMIR",
+      "params": {"lam": 0.1, "tau": [[2, 1, 0.5], [2, 0, 0.9], [1, 0, 0.2]], ...},
+      "n_features": 46,
+      "coef": [0.12, -0.03, ...],
+      "fitted": {"lam": 0.1, "tau": [[2, 1, 0.5], ...], "n_iter": 14},
+      "solve": {"solver": "clarabel", "status": "optimal", "relative_gap": 2.1e-10, ...}
+    }
+
+Grade-pair tables (``tau``) are stored as ``[higher, lower, value]`` triples
+because JSON keys are strings. Loading reads nothing but this structure: the
+estimator class is looked up in :data:`ESTIMATORS` by name, never imported
+from the file, and every key is checked, so a file cannot make cvxrank run
+anything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+
+import numpy as np
+import pandas as pd
+
+from cvxrank import __version__
+from cvxrank.estimators.pairwise import CostSensitiveRankSVM, RankSVM, RankSVMIR
+from cvxrank.exceptions import ValidationError
+
+__all__ = ["ESTIMATORS", "FORMAT", "FORMAT_VERSION", "save_model", "load_model", "model_to_dict", "model_from_dict"]
+
+FORMAT = "cvxrank-model"
+#: Bumped when a model file written by this version cannot be read by an older one.
+FORMAT_VERSION = 1
+_KEYS = {"format", "format_version", "cvxrank_version", "estimator", "params", "n_features", "coef", "fitted",
+         "solve"}
+
+
+#: Estimator classes a model file may name.
+ESTIMATORS = {cls.__name__: cls for cls in (RankSVM, CostSensitiveRankSVM, RankSVMIR)}
+
+
+def _encode_tau(tau):
+    if tau is None or isinstance(tau, str):
+        return tau
+    if isinstance(tau, pd.DataFrame):
+        tau = {(r.higher, r.lower): r.tau for r in tau.itertuples()}
+    return [[_number(hi), _number(lo), _number(v)] for (hi, lo), v in tau.items()]
+
+
+def _decode_tau(value, where):
+    if value is None or isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not all(isinstance(t, list) and len(t) == 3 for t in value):
+        raise ValidationError(f"{where} must be a list of [higher, lower, value] triples")
+    table = {}
+    for hi, lo, v in value:
+        for x in (hi, lo, v):
+            if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x):
+                raise ValidationError(f"{where} holds {x!r}, not a finite number")
+        table[(hi, lo)] = float(v)
+    return table
+
+
+def _number(v):
+    v = v.item() if hasattr(v, "item") else v
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ValidationError(f"cannot store {v!r} in a model file: not a number")
+    return v
+
+
+def _json_value(name, value):
+    """A parameter value as JSON, or a clear error."""
+    if name == "tau":
+        return _encode_tau(value)
+    if name == "mu" and isinstance(value, dict):
+        return [[_number(k) if not isinstance(k, str) else k, _number(v)] for k, v in value.items()]
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        raise ValidationError(f"cannot store parameter {name}={value!r} in a JSON model file") from None
+    return value
+
+
+def model_to_dict(model) -> dict:
+    """The JSON document of a fitted model (see the module docstring)."""
+    from sklearn.utils.validation import check_is_fitted
+
+    name = type(model).__name__
+    if name not in ESTIMATORS or ESTIMATORS[name] is not type(model):
+        raise ValidationError(f"only cvxrank estimators can be saved, got {name}")
+    check_is_fitted(model, "coef_")
+    params = {k: _json_value(k, v) for k, v in model.get_params(deep=False).items()}
+    fitted = {"lam": getattr(model, "lam_", None), "tau": _encode_tau(getattr(model, "tau_", None)),
+              "n_iter": int(getattr(model, "n_iter_", 0))}
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "cvxrank_version": __version__,
+        "estimator": name,
+        "params": params,
+        "n_features": int(model.n_features_in_),
+        "coef": [float(c) for c in model.coef_],
+        "fitted": fitted,
+        "solve": dict(getattr(model, "solve_summary_", {}) or {}),
+    }
+
+
+def save_model(model, path) -> None:
+    """Write a fitted model to ``path`` as JSON (atomically: temporary file, then rename)."""
+    from cvxrank.cli._common import write_atomic
+
+    doc = model_to_dict(model)
+    write_atomic(os.fspath(path), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+
+
+def _reject_constant(name):
+    raise ValidationError(f"the model file holds {name}, which is not a finite number")
+
+
+def model_from_dict(doc, *, source="model") -> object:
+    """Rebuild a fitted estimator from :func:`model_to_dict`'s document, checking every key."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValidationError(f"{source} is not a cvxrank model file (no \"format\": \"{FORMAT}\")")
+    version = doc.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ValidationError(
+            f"{source} has model format {version!r} (written by cvxrank {doc.get('cvxrank_version', '?')}); "
+            f"cvxrank {__version__} reads format {FORMAT_VERSION}"
+        )
+    missing, extra = sorted(_KEYS - set(doc)), sorted(set(doc) - _KEYS)
+    if missing or extra:
+        raise ValidationError(f"{source} is not a valid model file: "
+                              + "; ".join(s for s in (f"missing keys {missing}" if missing else "",
+                                                      f"unknown keys {extra}" if extra else "") if s))
+    name = doc["estimator"]
+    if not isinstance(name, str) or name not in ESTIMATORS:
+        raise ValidationError(f"{source} names estimator {name!r}; known: {', '.join(ESTIMATORS.keys())}")
+    cls = ESTIMATORS[name]
+    params = doc["params"]
+    if not isinstance(params, dict):
+        raise ValidationError(f"{source}: params must be an object")
+    known = set(cls().get_params(deep=False))
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValidationError(f"{source}: {name} has no parameters {unknown}")
+    params = dict(params)
+    if "tau" in params:
+        params["tau"] = _decode_tau(params["tau"], f"{source}: params.tau")
+    if isinstance(params.get("mu"), list):
+        params["mu"] = {k: float(v) for k, v in params["mu"]}
+    n = doc["n_features"]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValidationError(f"{source}: n_features must be a positive integer, got {n!r}")
+    coef = doc["coef"]
+    if not isinstance(coef, list) or len(coef) != n or not all(
+            isinstance(c, numbers.Real) and not isinstance(c, bool) and math.isfinite(c) for c in coef):
+        raise ValidationError(f"{source}: coef must be a list of {n} finite numbers")
+    fitted = doc["fitted"]
+    if not isinstance(fitted, dict):
+        raise ValidationError(f"{source}: fitted must be an object")
+    if not isinstance(doc["solve"], dict):
+        raise ValidationError(f"{source}: solve must be an object")
+    model = cls(**params)
+    model.coef_ = np.array(coef, dtype=np.float64)
+    model.n_features_in_ = n
+    model.n_iter_ = int(fitted.get("n_iter") or 0)
+    model.lam_ = fitted.get("lam")
+    if "tau" in fitted:
+        model.tau_ = _decode_tau(fitted["tau"], f"{source}: fitted.tau")
+    model.solve_summary_ = dict(doc["solve"])
+    model.result_ = None  # the full SolveResult (dual point, history) is not stored
+    return model
+
+
+def load_model(path):
+    """Read a model file written by :func:`save_model`.
+
+    Raises
+    ------
+    ValidationError
+        When the file is not JSON, not a cvxrank model, of another format
+        version, or has missing, unknown or malformed keys.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh, parse_constant=_reject_constant)
+    except FileNotFoundError:
+        raise ValidationError(f"model file {path} does not exist") from None
+    except UnicodeDecodeError:
+        raise ValidationError(f"{path} is not a cvxrank model file (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{path} is not a cvxrank model file (invalid JSON: {exc})") from None
+    return model_from_dict(doc, source=path)
