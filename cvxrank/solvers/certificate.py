@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
 
 from cvxrank.objectives import dual_objective, qp_objective
 from cvxrank.pairs import PairSet
@@ -105,8 +106,11 @@ def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_
         return 0.5 * r @ r - a.sum(), A.T @ r - 1.0
 
     start = np.clip(np.where(margins[on] < 1, hi, 0.0), 0.0, hi)
-    res = minimize(fun, start, jac=True, method="L-BFGS-B", bounds=list(zip(np.zeros(on.size), hi)),
-                   options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 20_000, "maxcor": 30})
+    # L-BFGS-B makes thousands of tiny BLAS calls; threaded BLAS only adds contention there
+    # (4-30x slower on a busy 2-core machine), so it runs single-threaded.
+    with threadpool_limits(limits=1, user_api="blas"):
+        res = minimize(fun, start, jac=True, method="L-BFGS-B", bounds=list(zip(np.zeros(on.size), hi)),
+                       options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 20_000, "maxcor": 30})
     a = np.clip(res.x, 0.0, hi)
     # Exact step on the free variables: A_Fᵀ (b + A a) = 1 with the bound ones held.
     tol = 1e-9 * np.maximum(hi, 1.0)
