@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["RankingData", "load_letor"]
+__all__ = ["RankingData", "load_letor", "save_letor"]
 
 
 def _reject_complex(values, what: str) -> None:
@@ -356,3 +356,42 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
         except ValidationError as exc:
             raise ValidationError(f"{p}: {exc}") from None
     return out[0] if single else out
+
+
+def save_letor(data: RankingData, path) -> None:
+    """Write ``data`` as an SVMlight/LETOR file (1-based feature indices, ``qid:`` fields).
+
+    Written by scikit-learn's :func:`sklearn.datasets.dump_svmlight_file`
+    (values at full precision) to a temporary file that is renamed into place.
+    Query ids must be integers (LETOR's ``qid`` field is numeric).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> data = RankingData(np.array([[0.5, 0.0], [0.25, 1.0]]), y=[1, 0], qid=[7, 7])
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.letor")
+    >>> save_letor(data, path)
+    >>> load_letor(path).X.tolist()
+    [[0.5, 0.0], [0.25, 1.0]]
+    """
+    import tempfile
+
+    from sklearn.datasets import dump_svmlight_file
+
+    if not isinstance(data, RankingData):
+        raise ValidationError(f"save_letor takes RankingData, got {type(data).__name__}")
+    if data.qid.dtype.kind not in "iu":
+        raise ValidationError("LETOR files need integer query ids; these are not")
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValidationError(f"cannot write {path}: folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            dump_svmlight_file(data.X, data.y, fh, query_id=data.qid, zero_based=False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
