@@ -7,7 +7,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import cvxrank as cr
-from cvxrank.estimators import CostSensitiveRankSVM, RankSVM, RankSVMIR
+from cvxrank.estimators import CostSensitiveRankSVM, CsRgList, ListMLE, RankSVM, RankSVMIR
 from cvxrank.estimators.methods import METHODS, make_ranker, method_label
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.metrics import ndcg_score
@@ -31,7 +31,7 @@ def reference_w(data, tau=None, mu=None, lam=1.0):
 
 # scikit-learn's estimator checks. They fit with qid=None (one query) and arbitrary real targets,
 # so tau="estimate" (which needs non-negative integer-like grades per query) is set to None here.
-@parametrize_with_checks([RankSVM(), CostSensitiveRankSVM(tau=None), RankSVMIR(tau=None)])
+@parametrize_with_checks([RankSVM(), CostSensitiveRankSVM(tau=None), RankSVMIR(tau=None), ListMLE(), CsRgList()])
 def test_sklearn_checks(estimator, check):
     check(estimator)
 
@@ -188,3 +188,27 @@ def test_methods_registry():
         make_ranker("ranksvm", tau="estimate")
     with pytest.raises(ValidationError, match="does not take variant"):
         make_ranker("rsvm-ir-rank", variant="query")
+
+
+def test_listwise_estimators_match_the_solvers(data):
+    from cvxrank.listwise import solve_listwise_cvxpy, solve_newton
+
+    for cls, pcf in ((ListMLE, None), (CsRgList, 2.0)):
+        kw = {} if pcf is None else {"pcf": pcf}
+        newton = cls(C=5.0, **kw).fit(data.X, data.y, qid=data.qid)
+        ref = solve_newton(data, C=5.0, pcf=pcf, tol=1e-10)
+        np.testing.assert_allclose(newton.coef_, ref.w, atol=1e-8)
+        assert newton.result_.found and newton.n_iter_ == newton.result_.iterations
+        cone = cls(C=5.0, solver="clarabel", **kw).fit(data)
+        np.testing.assert_allclose(cone.coef_, solve_listwise_cvxpy(data, C=5.0, pcf=pcf).w, atol=1e-7)
+        np.testing.assert_allclose(cone.coef_, newton.coef_, atol=1e-4)
+        np.testing.assert_allclose(cls(lam=0.1, **kw).fit(data).coef_, cls(C=5.0, **kw).fit(data).coef_)
+
+
+def test_listwise_bad_input(data):
+    with pytest.raises(ValidationError, match="pCf|pcf"):
+        CsRgList(pcf=0.5).fit(data)
+    with pytest.raises(ValidationError, match="C or lam, not both"):
+        ListMLE(C=1.0, lam=1.0).fit(data)
+    with pytest.raises(ValueError, match="C"):
+        ListMLE(C=-1.0).fit(data)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cvxrank as cr
-from cvxrank.estimators import CostSensitiveRankSVM, RankSVM, RankSVMIR, load_model, save_model
+from cvxrank.estimators import CostSensitiveRankSVM, CsRgList, ListMLE, RankSVM, RankSVMIR, load_model, save_model
 from cvxrank.estimators.persistence import FORMAT_VERSION, model_to_dict
 from cvxrank.exceptions import ValidationError
 
@@ -25,6 +25,8 @@ def fitted(data):
     RankSVM(C=3.0, score_k=5),
     CostSensitiveRankSVM(tau={(2, 1): 1.0, (2, 0): 2.0, (1, 0): 0.5}, lam=0.5),
     RankSVMIR(lam=0.2, random_state=0, mu="balanced", variant="rank"),
+    ListMLE(C=3.0),
+    CsRgList(pcf=2.0, lam=0.5),
 ])
 def test_round_trip_is_exact(model, data, tmp_path):
     model.fit(data)
@@ -35,7 +37,8 @@ def test_round_trip_is_exact(model, data, tmp_path):
     np.testing.assert_array_equal(loaded.coef_, model.coef_)  # bit for bit
     np.testing.assert_array_equal(loaded.predict(data.X), model.predict(data.X))
     assert loaded.get_params() == model.get_params()
-    assert loaded.tau_ == model.tau_ and loaded.lam_ == model.lam_ and loaded.n_iter_ == model.n_iter_
+    for attr in ("tau_", "lam_", "C_", "n_iter_"):
+        assert getattr(loaded, attr, None) == getattr(model, attr, None)
     assert loaded.solve_summary_["status"] == "optimal"
     assert loaded.solve_summary_["relative_gap"] == model.result_.relative_gap
     doc = json.loads(path.read_text())

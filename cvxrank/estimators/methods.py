@@ -16,6 +16,7 @@ name               estimator                                   paper's name
 
 from __future__ import annotations
 
+from cvxrank.estimators.listwise import CsRgList, ListMLE
 from cvxrank.estimators.pairwise import CostSensitiveRankSVM, RankSVM, RankSVMIR
 from cvxrank.exceptions import ValidationError
 
@@ -29,14 +30,9 @@ METHODS = {
     "rsvm-ir-query": ("RSVM-IR-Query", RankSVMIR, {"variant": "query"}),
     "rsvm-ir-qp": ("RSVM-IR-QP", RankSVMIR, {}),
     "rsvm-ir-gd": ("RSVM-IR-GD", RankSVMIR, {"optimizer": "gd"}),
+    "listmle": ("ListMLE", ListMLE, {}),
+    "cs-rglist": ("cs-RgList", CsRgList, {}),
 }
-try:  # the listwise estimators
-    from cvxrank.estimators.listwise import CsRgList, ListMLE
-except ImportError:  # pragma: no cover
-    pass
-else:
-    METHODS["listmle"] = ("ListMLE", ListMLE, {})
-    METHODS["cs-rglist"] = ("cs-RgList", CsRgList, {})
 
 
 def _key(method: str) -> str:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from cvxrank import __version__
+from cvxrank.estimators.listwise import CsRgList, ListMLE
 from cvxrank.estimators.pairwise import CostSensitiveRankSVM, RankSVM, RankSVMIR
 from cvxrank.exceptions import ValidationError
 
@@ -45,7 +46,7 @@ _KEYS = {"format", "format_version", "cvxrank_version", "estimator", "params", "
 
 
 #: Estimator classes a model file may name.
-ESTIMATORS = {cls.__name__: cls for cls in (RankSVM, CostSensitiveRankSVM, RankSVMIR)}
+ESTIMATORS = {cls.__name__: cls for cls in (RankSVM, CostSensitiveRankSVM, RankSVMIR, ListMLE, CsRgList)}
 
 
 def _encode_tau(tau):
@@ -99,8 +100,8 @@ def model_to_dict(model) -> dict:
         raise ValidationError(f"only cvxrank estimators can be saved, got {name}")
     check_is_fitted(model, "coef_")
     params = {k: _json_value(k, v) for k, v in model.get_params(deep=False).items()}
-    fitted = {"lam": getattr(model, "lam_", None), "tau": _encode_tau(getattr(model, "tau_", None)),
-              "n_iter": int(getattr(model, "n_iter_", 0))}
+    fitted = {"lam": getattr(model, "lam_", None), "C": getattr(model, "C_", None),
+              "tau": _encode_tau(getattr(model, "tau_", None)), "n_iter": int(getattr(model, "n_iter_", 0))}
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -173,7 +174,9 @@ def model_from_dict(doc, *, source="model") -> object:
     model.coef_ = np.array(coef, dtype=np.float64)
     model.n_features_in_ = n
     model.n_iter_ = int(fitted.get("n_iter") or 0)
-    model.lam_ = fitted.get("lam")
+    for attr in ("lam", "C"):
+        if fitted.get(attr) is not None:
+            setattr(model, attr + "_", fitted[attr])
     if "tau" in fitted:
         model.tau_ = _decode_tau(fitted["tau"], f"{source}: fitted.tau")
     model.solve_summary_ = dict(doc["solve"])
