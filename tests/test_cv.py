@@ -138,3 +138,31 @@ def test_sign_test_table_pairs():
         ["A", "B", 2, 0, 1], ["A", "C", 3, 0, 0], ["B", "C", 1, 0, 2]]
     with pytest.raises(ValidationError, match="baseline"):
         sign_test_table(pq, baseline="Z")
+
+
+def test_cv_command(tmp_path, capsys):
+    from cvxrank.cli import main
+
+    out = tmp_path / "cv"
+    assert main(["cv", "--queries", "9", "--features", "3", "--n-folds", "3", "--methods", "ranksvm,listmle",
+                 "--lams", "1", "--Cs", "1,10", "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "| RankSVM |" in text and "| ListMLE |" in text and "sign tests" in text
+    assert (out / "report.md").exists() and (out / "per_query.csv").exists()
+    sel = pd.read_csv(out / "selection.csv")
+    assert set(sel["params"][sel["method"] == "ListMLE"]) <= {"C=1", "C=10"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["cv", "--test", "x.letor"], "--test needs --train"),
+    (["cv", "--methods", "ranksvm,foo"], "unknown method"),
+    (["cv", "--methods", "listmle", "--baseline", "ranksvm"], "--baseline ranksvm is not among"),
+    (["cv", "--lams", "1,a"], "--lams must be comma-separated numbers"),
+    (["cv", "--folds", "/nonexistent"], "no such folder"),
+])
+def test_cv_command_bad_input(args, message, capsys):
+    from cvxrank.cli import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
