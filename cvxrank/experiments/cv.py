@@ -48,12 +48,18 @@ DEFAULT_GRIDS = {
 
 @dataclass
 class Split:
-    """One fold: training, validation (optional) and test data, with no query shared."""
+    """One fold: training, validation (optional) and test data, with no query shared.
+
+    ``separate_test=True`` marks a test set from another file (its query ids
+    may repeat the training file's numbering without being the same queries),
+    so only training and validation are checked for shared query ids.
+    """
 
     name: str
     train: RankingData
     vali: RankingData | None
     test: RankingData
+    separate_test: bool = False
 
     def __post_init__(self):
         parts = {"train": self.train, "vali": self.vali, "test": self.test}
@@ -61,7 +67,8 @@ class Split:
             if d is not None and not isinstance(d, RankingData):
                 raise ValidationError(f"split {self.name}: {part} must be RankingData, got {type(d).__name__}")
         ids = {p: set(np.asarray(d.query_ids).tolist()) for p, d in parts.items() if d is not None}
-        for a, b in (("train", "test"), ("train", "vali"), ("vali", "test")):
+        checks = (("train", "vali"),) if self.separate_test else (("train", "test"), ("train", "vali"), ("vali", "test"))
+        for a, b in checks:
             if a in ids and b in ids and ids[a] & ids[b]:
                 shared = sorted(ids[a] & ids[b])[:5]
                 raise ValidationError(f"split {self.name}: queries {shared} are in both {a} and {b}")
@@ -107,7 +114,7 @@ def holdout_split(train: RankingData, test: RankingData, *, vali_fraction: float
                               "for validation")
     perm = np.random.default_rng(random_state).permutation(ids.shape[0])
     vali, rest = np.sort(ids[perm[:n_vali]]), np.sort(ids[perm[n_vali:]])
-    return [Split(name, train.select_queries(rest), train.select_queries(vali), test)]
+    return [Split(name, train.select_queries(rest), train.select_queries(vali), test, separate_test=True)]
 
 
 def letor_folds(root, *, n_features: int | None = None) -> list[Split]:
