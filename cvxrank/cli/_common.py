@@ -63,6 +63,9 @@ def write_atomic(path, text: str) -> None:
     if not os.path.isdir(folder):
         raise CvxrankError(f"cannot write {path}: folder {folder} does not exist")
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=".tmp")
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; a written file gets the usual permissions
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

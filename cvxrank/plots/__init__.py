@@ -1,0 +1,31 @@
+"""Plots: the papers' figures and general-purpose ranking plots (matplotlib, Agg, no pyplot).
+
+Every function takes an optional ``ax``, draws on it (or on a new stand-alone
+Figure) and returns the Axes; :func:`save_figure` writes a Figure or Axes to a
+file atomically. matplotlib is imported only when a plot is drawn.
+
+- :func:`plot_simulation_data`: Fig. 2 of ECML 2006, simulated data and ranking directions
+- :func:`plot_ndcg_at_n`: Fig. 3 of ECML 2006, NDCG@N of both methods
+- :func:`plot_weighted_hinge`: Fig. 2 of SIGIR 2006, hinge losses with slopes τ·μ
+- :func:`plot_metric_table`: bar chart of a methods x metrics table
+- :func:`plot_ndcg_curve`: NDCG@k against k, one line per method
+"""
+
+from cvxrank.plots.hinge import plot_weighted_hinge
+from cvxrank.plots.ranking import (
+    new_axes,
+    plot_metric_table,
+    plot_ndcg_curve,
+    save_figure,
+)
+from cvxrank.plots.simulation import plot_ndcg_at_n, plot_simulation_data
+
+__all__ = [
+    "new_axes",
+    "plot_metric_table",
+    "plot_ndcg_at_n",
+    "plot_ndcg_curve",
+    "plot_simulation_data",
+    "plot_weighted_hinge",
+    "save_figure",
+]

@@ -1,0 +1,225 @@
+"""General-purpose ranking plots and the figure helpers every plot module uses.
+
+Plot functions draw what they are given and compute nothing; each takes an
+optional matplotlib ``ax`` and returns the Axes it drew on (its Figure is
+``ax.figure``). Without ``ax`` they create a stand-alone
+:class:`matplotlib.figure.Figure` (no pyplot, no global state, never shown),
+which :func:`save_figure` writes to a file atomically. matplotlib is imported
+inside the functions, so ``import cvxrank`` does not load it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from cvxrank.exceptions import ValidationError
+
+__all__ = ["new_axes", "plot_metric_table", "plot_ndcg_curve", "save_figure"]
+
+
+def new_axes(ax=None, figsize=(6.0, 4.0)):
+    """``ax`` itself, or the Axes of a new stand-alone Figure (Agg canvas, constrained layout)."""
+    if ax is not None:
+        if not hasattr(ax, "figure") or not hasattr(ax, "plot"):
+            raise ValidationError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+        return ax
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig.add_subplot()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def save_figure(fig, path, *, dpi: int = 120) -> str:
+    """Write a Figure (or the Figure of an Axes) to ``path`` atomically.
+
+    The image goes to a temporary file in the target folder, which is then
+    renamed onto ``path`` (:func:`os.replace`), so ``path`` is never left
+    half-written. The format comes from the file name's extension (``.png``,
+    ``.svg``, ``.pdf``, ...).
+
+    Returns
+    -------
+    str
+        ``path``.
+
+    Raises
+    ------
+    ValidationError
+        When the folder does not exist, the extension is not an image format
+        matplotlib writes, or ``fig`` is not a Figure or Axes.
+    """
+    if not hasattr(fig, "savefig"):  # an Axes: save its Figure
+        fig = getattr(fig, "figure", fig)
+    if not hasattr(fig, "savefig"):
+        raise ValidationError(f"save_figure takes a matplotlib Figure or Axes, got {type(fig).__name__}")
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValidationError(f"cannot write {path}: folder {folder} does not exist")
+    fmt = os.path.splitext(path)[1].lstrip(".").lower()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in formats:
+        raise ValidationError(f"cannot write {path}: the extension must be one of {', '.join(sorted(formats))}")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=f".{fmt}")
+    os.close(fd)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private (0600); give it the usual mode
+        fig.savefig(tmp, format=fmt, dpi=dpi)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def _numeric_frame(df, what: str) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise ValidationError(f"{what} must be a pandas DataFrame, got {type(df).__name__}")
+    if df.empty:
+        raise ValidationError(f"{what} is empty")
+    return df
+
+
+def plot_metric_table(df, metric=None, ax=None, *, title: str | None = None, labels: bool = True):
+    """Bar chart of a methods x metrics table.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per method (the index, or a ``method`` column), one numeric
+        column per metric, e.g. NDCG@1, NDCG@10, MAP.
+    metric : str, list of str or None
+        Column(s) to draw; None draws every numeric column. One metric gives
+        one bar per method; several give groups of bars, one group per metric
+        and one colour per method (legend).
+    ax : matplotlib Axes, optional
+    title : str, optional
+    labels : bool, default True
+        Write each bar's value on it.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"NDCG@1": [0.5, 0.6], "MAP": [0.4, 0.45]}, index=["RSVM", "RSVM-IR"])
+    >>> ax = plot_metric_table(df)
+    >>> len(ax.patches), [t.get_text() for t in ax.get_xticklabels()]
+    (4, ['NDCG@1', 'MAP'])
+    """
+    df = _numeric_frame(df, "df")
+    if "method" in df.columns:
+        df = df.set_index("method")
+    if metric is None:
+        columns = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
+        if not columns:
+            raise ValidationError("df has no numeric column to plot")
+    else:
+        columns = [metric] if isinstance(metric, str) else list(metric)
+        unknown = [c for c in columns if c not in df.columns]
+        if unknown or not columns:
+            raise ValidationError(f"unknown metric {unknown or metric!r}; df has {', '.join(map(str, df.columns))}")
+        bad = [c for c in columns if not pd.api.types.is_numeric_dtype(df[c])]
+        if bad:
+            raise ValidationError(f"metric column(s) {bad} are not numeric")
+    ax = new_axes(ax, figsize=(max(5.0, 1.2 * len(columns) * max(1, len(df)) ** 0.5 + 2), 4.0))
+    methods = [str(m) for m in df.index]
+    if len(columns) == 1:
+        bars = ax.bar(methods, df[columns[0]].to_numpy(dtype=float), color=[f"C{i}" for i in range(len(df))])
+        if labels:
+            ax.bar_label(bars, fmt="%.3f", fontsize=8)
+        ax.set_ylabel(str(columns[0]))
+        ax.set_xlabel("method")
+    else:
+        x = np.arange(len(columns))
+        width = 0.8 / len(df)
+        for i, method in enumerate(methods):
+            bars = ax.bar(x + (i - (len(df) - 1) / 2) * width, df[columns].iloc[i].to_numpy(dtype=float),
+                          width, label=method, color=f"C{i}")
+            if labels:
+                ax.bar_label(bars, fmt="%.3f", fontsize=7, rotation=90, padding=2)
+        ax.set_xticks(x, [str(c) for c in columns])
+        ax.set_ylabel("value")
+        ax.legend(fontsize=8)
+    ax.margins(y=0.15)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def _curves(per_method) -> dict:
+    """``{method: (k array, value array)}`` from a mapping of mappings or a DataFrame (index k)."""
+    if isinstance(per_method, pd.DataFrame):
+        per_method = {c: per_method[c].dropna() for c in per_method.columns}
+    if not isinstance(per_method, Mapping) or not per_method:
+        raise ValidationError("per_method must be a non-empty mapping {method: {k: value}} or a DataFrame")
+    curves = {}
+    for method, values in per_method.items():
+        if isinstance(values, pd.Series):
+            values = values.to_dict()
+        if not isinstance(values, Mapping) or not values:
+            raise ValidationError(f"values of {method!r} must be a non-empty mapping {{k: value}}")
+        try:
+            k = np.array([float(key) for key in values], dtype=np.float64)
+            v = np.array([float(val) for val in values.values()], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValidationError(f"values of {method!r} must map numeric k to numeric values") from None
+        order = np.argsort(k)
+        curves[method] = (k[order], v[order])
+    return curves
+
+
+def plot_ndcg_curve(per_method, ax=None, *, xlabel: str = "k", ylabel: str = "NDCG@k", title: str | None = None,
+                    labels: Mapping | None = None):
+    """NDCG@k (or any metric at a cut-off) against k, one line per method.
+
+    Parameters
+    ----------
+    per_method : mapping or pandas.DataFrame
+        ``{method: {k: value}}`` (keys may be strings such as ``"10"``, as in
+        JSON), or a DataFrame with k as index and one column per method.
+    ax : matplotlib Axes, optional
+    xlabel, ylabel, title : str
+    labels : mapping, optional
+        Legend text per method (default: the method names).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> ax = plot_ndcg_curve({"RSVM": {1: 0.5, 5: 0.55, 10: 0.6}, "ListMLE": {"1": 0.52, "5": 0.5, "10": 0.61}})
+    >>> [line.get_label() for line in ax.lines], ax.lines[1].get_xdata().tolist()
+    (['RSVM', 'ListMLE'], [1.0, 5.0, 10.0])
+    """
+    curves = _curves(per_method)
+    ax = new_axes(ax)
+    markers = "osD^vP*X"
+    for i, (method, (k, v)) in enumerate(curves.items()):
+        label = (labels or {}).get(method, str(method))
+        ax.plot(k, v, marker=markers[i % len(markers)], markersize=4, label=label, color=f"C{i}")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return ax
