@@ -212,3 +212,20 @@ def test_listwise_bad_input(data):
         ListMLE(C=1.0, lam=1.0).fit(data)
     with pytest.raises(ValueError, match="C"):
         ListMLE(C=-1.0).fit(data)
+
+
+def test_fit_path_equals_refits(data):
+    lams = [3.0, 0.3, 0.03]
+    models = RankSVMIR(tau=TAU, random_state=0).fit_path(data, lams=lams)
+    assert [m.lam for m in models] == lams and all(m.result_.found for m in models)
+    for m in models:
+        ref = reference_w(data, TAU, "balanced", lam=m.lam)
+        # Both are certified to a relative gap of 1e-6; strong convexity bounds their distance by sqrt(G/lam).
+        bound = np.sqrt(m.result_.duality_gap / m.lam) + 1e-8
+        assert np.linalg.norm(m.coef_ - ref) <= bound
+    # One compiled problem for the whole path.
+    assert len({id(m.result_) for m in models}) == 3
+    gd = RankSVM(solver="subgradient", formulation="hinge").fit_path(data, lams=[1.0, 2.0])
+    assert [m.result_.solver for m in gd] == ["subgradient", "subgradient"]
+    with pytest.raises(ValidationError, match="lam must be positive"):
+        RankSVM().fit_path(data, lams=[1.0, -1.0])

@@ -139,6 +139,9 @@ class _PairwiseRanker(BaseRanker):
             result = solve_pairfree(data, tau=table, mu=mu, lam=lam, tol=self.tol, **options)
         else:
             result = self._solve_pairs(data, table, mu, lam, solver, options)
+        return self._set_fitted(result, data, lam, table)
+
+    def _set_fitted(self, result, data, lam, table):
         self.coef_ = np.asarray(result.w, dtype=np.float64)
         self.n_features_in_ = data.n_features
         self.result_ = result
@@ -147,6 +150,46 @@ class _PairwiseRanker(BaseRanker):
         self.lam_ = lam
         self.tau_ = table
         return self
+
+    def fit_path(self, X, y=None, qid=None, *, lams) -> list:
+        """Fit one model per ``λ`` in ``lams`` on a single compiled problem.
+
+        The CVXPY problem is built once and re-solved through its cost
+        Parameters (DPP, warm starts; :func:`cvxrank.path.solve_path`), which
+        is several times faster than refitting for each ``λ``. ``τ`` (estimated
+        once) and ``μ`` are shared by every point. Native solvers (``gd``,
+        ``subgradient``, ``cutting_plane``) have nothing to recompile and fall
+        back to one :meth:`fit` per ``λ``.
+
+        Returns
+        -------
+        list of estimators
+            Fitted copies of this estimator with ``lam`` set to each value (in
+            the order of ``lams``); ``self`` is not modified.
+        """
+        from sklearn.base import clone
+
+        from cvxrank.costs import check_lam
+        from cvxrank.path import solve_path
+        from cvxrank.solvers import NATIVE_SOLVERS
+
+        lams = [check_lam(v) for v in np.atleast_1d(np.asarray(lams, dtype=float)).tolist()]
+        if not lams:
+            raise ValidationError("fit_path needs at least one lam")
+        proto = clone(self).set_params(lam=lams[0], C=None)
+        proto._check_params()
+        data = as_ranking_data(X, y, qid, estimator=proto)
+        solver = proto._solver_name(data)
+        if solver in NATIVE_SOLVERS or solver == "cutting_plane":
+            return [clone(proto).set_params(lam=v).fit(data) for v in lams]
+        table, mu = proto._costs(data)
+        pairs = make_pairs(data)
+        weights = _tau_weights(pairs, table) * mu_per_pair(pairs, mu)
+        if not np.any(weights > 0):
+            raise ValidationError("every pair has weight 0 (all estimated tau are 0): nothing to learn")
+        path = solve_path(pairs, lams=lams, weights=weights, formulation=self.formulation, solver=solver,
+                          tol=self.tol, **proto._options(solver))
+        return [clone(proto).set_params(lam=v)._set_fitted(r, data, v, table) for v, r in zip(lams, path)]
 
     def _solve_pairs(self, data, table, mu, lam, solver, options):
         pairs = make_pairs(data)
