@@ -223,8 +223,6 @@ def test_fit_path_equals_refits(data):
         # Both are certified to a relative gap of 1e-6; strong convexity bounds their distance by sqrt(G/lam).
         bound = np.sqrt(m.result_.duality_gap / m.lam) + 1e-8
         assert np.linalg.norm(m.coef_ - ref) <= bound
-    # One compiled problem for the whole path.
-    assert len({id(m.result_) for m in models}) == 3
     gd = RankSVM(solver="subgradient", formulation="hinge").fit_path(data, lams=[1.0, 2.0])
     assert [m.result_.solver for m in gd] == ["subgradient", "subgradient"]
     with pytest.raises(ValidationError, match="lam must be positive"):
