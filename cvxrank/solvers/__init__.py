@@ -1,15 +1,18 @@
 """Interchangeable solvers: every CVXPY solver installed, plus native numpy solvers.
 
-================  ==========  ==================================================
-name              kind        method
-================  ==========  ==================================================
-``clarabel``      CVXPY       interior point (QP/SOCP), the reference
-``ecos``          CVXPY       interior point (SOCP)
-``osqp``          CVXPY       ADMM (QP) with polishing
-``scs``           CVXPY       ADMM (conic), low accuracy per iteration
-``subgradient``   native      projected subgradient + dual polish, certified stop
-``gd``            native      fixed-step gradient descent of Fig. 3/SIGIR, as published
-================  ==========  ==================================================
+=================  ==========  ==================================================
+name               kind        method
+=================  ==========  ==================================================
+``clarabel``       CVXPY       interior point (QP/SOCP), the reference
+``ecos``           CVXPY       interior point (SOCP)
+``osqp``           CVXPY       ADMM (QP) with polishing
+``scs``            CVXPY       ADMM (conic), low accuracy per iteration
+``subgradient``    native      projected subgradient + dual polish, certified stop
+``gd``             native      fixed-step gradient descent of Fig. 3/SIGIR, as published
+``cutting_plane``  native      pair-free stabilised 1-slack cutting planes
+                               (:mod:`cvxrank.native`), certified stop; weights
+                               must be one value per (query, grade pair)
+=================  ==========  ==================================================
 
 Any other QP-capable solver CVXPY has installed (``piqp``, ``proxqp``,
 ``gurobi``, ``mosek``, ...) works too; :func:`available_solvers` lists them.
@@ -19,8 +22,10 @@ from __future__ import annotations
 
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.formulations import Formulation
+from cvxrank.native.cutting_plane import solve_cutting_plane
 from cvxrank.solvers.certificate import Certificate, certify, reduced_dual
 from cvxrank.solvers.cvxpy_backend import CVXPY_SOLVERS, DEFAULT_OPTIONS, installed_cvxpy_solvers, solve_cvxpy
+from cvxrank.solvers.fallback import FALLBACK_CHAIN, solve_with_fallback
 from cvxrank.solvers.gd import solve_gd
 from cvxrank.solvers.result import SolveResult
 from cvxrank.solvers.subgradient import solve_subgradient
@@ -29,16 +34,18 @@ __all__ = [
     "Certificate",
     "CVXPY_SOLVERS",
     "DEFAULT_OPTIONS",
+    "FALLBACK_CHAIN",
     "NATIVE_SOLVERS",
     "SolveResult",
     "available_solvers",
     "certify",
     "reduced_dual",
     "solve",
+    "solve_with_fallback",
 ]
 
 #: Native solvers: name -> function(formulation, *, tol, verbose, **options).
-NATIVE_SOLVERS = {"subgradient": solve_subgradient, "gd": solve_gd}
+NATIVE_SOLVERS = {"subgradient": solve_subgradient, "gd": solve_gd, "cutting_plane": solve_cutting_plane}
 
 
 def available_solvers() -> list[str]:

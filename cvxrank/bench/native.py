@@ -1,0 +1,397 @@
+"""Benchmark the pair-free cutting-plane solver against solvers that materialise pairs.
+
+Instances (generated, seeded): "ohsumed" is make_ohsumed_like() (about 16,000 documents,
+106 queries, 3 grades, 45 features, 600,000 pairs); "web" is make_web_like() (about
+1,000,000 documents, 10,000 queries, 5 grades, 136 features, 33 million pairs); "scaling"
+times one oracle call on web-like data of growing size and fits the exponent of time vs m.
+
+On each solved instance the problem is the weighted hinge problem (9) of Cao et al. (SIGIR
+2006) with lambda = 1/(2C) and the chosen tau/mu, solved in this one process by:
+  cvxrank     solve_pairfree (pair-free stabilised cutting planes, certified gap);
+  LinearSVC   scikit-learn, loss="hinge", fit_intercept=False, dual=True, C = 1/(2 lambda), on the
+              pair differences built with numpy (cvxrank.make_pairs + difference_matrix, half the
+              rows negated so that both classes occur), pair weights as sample_weight; the time
+              includes building the pairs;
+  Clarabel    cvxrank.build(pairs, C, formulation="lifted") + cvxrank.solve(f, "clarabel"),
+              pair building and CVXPY compilation included.
+Every w is scored with the same exact objective (9); "rel gap" is (F(w) - L)/F(w) with L the
+best certified lower bound of the run, so it bounds every method's suboptimality. Memory is
+the peak increase of the process's resident set size (RSS, sampled from /proc/self/statm
+every 2 ms) over its value when the method starts: it counts native allocations (liblinear,
+Clarabel) that tracemalloc would miss. Ratios are to cvxrank's own figures in the same run.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+
+from cvxrank.cli._common import parse_mu, parse_tau, split, write_json
+
+HELP = "pair-free cutting planes vs LinearSVC and Clarabel on OHSUMED- and web-sized data; oracle scaling"
+EPILOG = """examples:
+  cvxrank bench native                                   # ohsumed (all three methods) + oracle scaling
+  cvxrank bench native --instances ohsumed,web,scaling --json native.json   # the full run (minutes, ~2 GB)
+  cvxrank bench native --instances ohsumed --skip clarabel --C 1e-4
+  cvxrank bench native --instances web --web-queries 2000 # a smaller web-like instance
+  cvxrank bench native --instances scaling --scaling-queries 500,1000,2000,4000
+"""
+
+INSTANCES = ("ohsumed", "web", "scaling")
+REFERENCES = ("linearsvc", "clarabel")
+#: Targets of issue 5 (ratios to the reference, measured in one run).
+TARGETS = {"ohsumed": {"gap": 1e-6, "time_vs_linearsvc": 0.1, "time_vs_clarabel": 0.05,
+                       "memory_vs_linearsvc": 0.2, "seconds": 1.0},
+           "web": {"gap": 1e-4, "seconds": 300.0, "memory_gb": 4.0}}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--instances", default="ohsumed,scaling", metavar="I1,I2",
+                        help=f"any of {','.join(INSTANCES)} (default ohsumed,scaling)")
+    parser.add_argument("--skip", default="", metavar="R1,R2",
+                        help="references not to run: linearsvc, clarabel (skipped anyway on web)")
+    parser.add_argument("--C", type=float, default=1e-3,
+                        help="QP cost per unit pair weight, C = 1/(2 lambda) (default 1e-3)")
+    parser.add_argument("--tau", metavar="H-L=V,...", help="tau per grade pair (default all 1)")
+    parser.add_argument("--mu", default="balanced", metavar="none|balanced",
+                        help="query weights (default balanced, (10) of SIGIR 2006)")
+    parser.add_argument("--tol", type=float, default=1e-6, help="ohsumed: relative gap requested (default 1e-6)")
+    parser.add_argument("--web-tol", type=float, default=1e-4, help="web: relative gap requested (default 1e-4)")
+    parser.add_argument("--web-time-limit", type=float, default=300.0, help="web: seconds (default 300)")
+    parser.add_argument("--ohsumed-queries", type=int, default=106, help="ohsumed: queries (default 106)")
+    parser.add_argument("--web-queries", type=int, default=10_000, help="web: queries (default 10000)")
+    parser.add_argument("--scaling-queries", default="625,1250,2500,5000,10000", metavar="Q1,Q2,...",
+                        help="scaling: web-like sizes in queries of ~100 documents (default 625,...,10000)")
+    parser.add_argument("--scaling-features", type=int, default=136, help="scaling: features (default 136)")
+    parser.add_argument("--scaling-lengths", default="25,50,100,200,400", metavar="L1,L2,...",
+                        help="scaling: query lengths at a fixed number of documents (default 25,...,400; '' to skip)")
+    parser.add_argument("--scaling-documents", type=int, default=200_000,
+                        help="scaling: documents of the query-length series (default 200000)")
+    parser.add_argument("--repeat", type=int, default=5, help="scaling: oracle calls timed per size (median)")
+    parser.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
+    parser.add_argument("--memory", choices=("rss", "tracemalloc"), default="rss",
+                        help="peak memory by sampled RSS (default; counts native allocations) or tracemalloc")
+    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
+
+
+# -- measuring ---------------------------------------------------------------------
+def _rss() -> int | None:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+class Measure:
+    """Wall time and peak memory of a block: RSS increase (sampled) or tracemalloc peak."""
+
+    def __init__(self, how: str = "rss", interval: float = 0.002):
+        self.how = how if (how == "tracemalloc" or _rss() is not None) else "tracemalloc"
+        self.interval = interval
+        self.seconds = 0.0
+        self.peak_bytes = 0
+
+    def __enter__(self):
+        gc.collect()
+        if self.how == "tracemalloc":
+            tracemalloc.start()
+        else:
+            self._base = self._peak = _rss()
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        self._t0 = time.perf_counter()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(self.interval):
+            self._peak = max(self._peak, _rss())
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self._t0
+        if self.how == "tracemalloc":
+            self.peak_bytes = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        else:
+            self._stop.set()
+            self._thread.join()
+            self._peak = max(self._peak, _rss())
+            self.peak_bytes = self._peak - self._base
+        return False
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(b) < 1024 or unit == "TB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1024.0
+    return f"{b:.1f} TB"
+
+
+# -- the methods ---------------------------------------------------------------------
+def _run_cvxrank(data, tau, mu, lam, tol, time_limit):
+    from cvxrank.native import solve_pairfree
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = solve_pairfree(data, tau=tau, mu=mu, lam=lam, tol=tol, time_limit=time_limit)
+    return res.w, res, {"status": res.status, "iterations": res.iterations,
+                        "certified_by_itself": res.relative_gap, "lower_bound": res.dual_objective}
+
+
+def _pairs_and_weights(data, tau, mu):
+    from cvxrank.costs import pair_weights
+    from cvxrank.pairs import make_pairs
+
+    pairs = make_pairs(data)
+    return pairs, pair_weights(pairs, tau, mu)
+
+
+def _run_linearsvc(data, tau, mu, lam):
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import LinearSVC
+
+    pairs, weights = _pairs_and_weights(data, tau, mu)
+    D = pairs.difference_matrix()
+    z = np.ones(pairs.n_pairs)
+    z[1::2] = -1.0  # both classes must occur: negate every other difference and its label
+    D[1::2] *= -1.0
+    clf = LinearSVC(loss="hinge", fit_intercept=False, C=1.0 / (2.0 * lam), dual=True, max_iter=100_000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        clf.fit(D, z, sample_weight=weights)
+    converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    return clf.coef_.ravel().copy(), None, {"status": "converged" if converged else "max_iter",
+                                           "iterations": int(np.max(clf.n_iter_))}
+
+
+def _run_clarabel(data, tau, mu, lam):
+    from cvxrank.costs import theorem1_C
+    from cvxrank.exceptions import InaccurateSolutionWarning
+    from cvxrank.formulations import build
+    from cvxrank.solvers import solve
+
+    pairs, weights = _pairs_and_weights(data, tau, mu)
+    f = build(pairs, theorem1_C(weights, lam), formulation="lifted")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        res = solve(f, "clarabel")
+    # the QP form reports M(w); on the hinge scale (9) its certified lower bound is 2 lambda x its dual value
+    return res.w, res, {"status": res.status, "iterations": res.iterations,
+                        "certified_by_itself": res.relative_gap, "lower_bound": 2.0 * lam * res.dual_objective}
+
+
+# -- instances -------------------------------------------------------------------------
+def _solve_instance(name, data, args, tau, mu, lam, tol, time_limit, references, skip_reason):
+    from cvxrank.native import PairFreeOracle, cost_table
+
+    costs = cost_table(data, tau, mu)
+    n_pairs = costs.total_pairs
+    print(f"\n== {name}: {data.n_documents:,} documents, {data.n_queries:,} queries, {data.n_features} features, "
+          f"{len(data.grades)} grades, {n_pairs:,} pairs; C = {args.C:g} (lambda = {lam:g}), "
+          f"tau {'given' if tau else 'all 1'}, mu {mu or 'none'}; requested relative gap {tol:g}", flush=True)
+    rows = []
+    runners = {"cvxrank": lambda: _run_cvxrank(data, tau, mu, lam, tol, time_limit),
+               "linearsvc": lambda: _run_linearsvc(data, tau, mu, lam),
+               "clarabel": lambda: _run_clarabel(data, tau, mu, lam)}
+    labels = {"cvxrank": "cvxrank cutting_plane (pair-free)", "linearsvc": "sklearn LinearSVC (liblinear)",
+              "clarabel": "CVXPY + Clarabel, lifted primal"}
+    results = {}
+    for method in ("cvxrank", *REFERENCES):
+        if method != "cvxrank" and method not in references:
+            rows.append({"instance": name, "method": method, "label": labels[method], "skipped": skip_reason(method)})
+            print(f"  {labels[method]}: skipped ({skip_reason(method)})", flush=True)
+            continue
+        print(f"  running {labels[method]} ...", flush=True)
+        with Measure(args.memory) as m:
+            w, _, info = runners[method]()
+        results[method] = (w, m, info)
+    oracle = PairFreeOracle.from_data(data, costs)
+    lower = max(info.get("lower_bound", -np.inf) for _, _, info in results.values())
+    base_t, base_m = results["cvxrank"][1].seconds, results["cvxrank"][1].peak_bytes
+    for method, (w, m, info) in results.items():
+        F = lam * float(w @ w) + oracle(w, counts=False).loss
+        rows.append({"instance": name, "method": method, "label": labels[method], "seconds": m.seconds,
+                     "time_ratio": m.seconds / base_t, "peak_bytes": int(m.peak_bytes),
+                     "memory_ratio": m.peak_bytes / base_m if base_m > 0 else float("nan"), "memory_measure": m.how,
+                     "objective": F, "relative_gap": (F - lower) / F, "status": info["status"],
+                     "iterations": info.get("iterations"), "self_certified_gap": info.get("certified_by_itself")})
+    meta = {"instance": name, "n_documents": data.n_documents, "n_queries": data.n_queries,
+            "n_features": data.n_features, "n_pairs": n_pairs, "C": args.C, "lam": lam, "tol": tol,
+            "lower_bound": lower, "memory_measure": results["cvxrank"][1].how}
+    meta["process_peak_rss_bytes"] = _max_rss()
+    _print_table(rows, meta["memory_measure"])
+    _print_targets(name, rows, meta)
+    return rows, meta
+
+
+def _max_rss() -> int | None:
+    """Peak resident set size of the whole process so far (data included), or None."""
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # kB on Linux
+    except (ImportError, OSError):  # pragma: no cover - not on Linux
+        return None
+
+
+def _print_table(rows, how):
+    head = (f"  {'method':36s} {'time':>9s} {'x cvxrank':>9s} {'peak mem':>10s} {'x cvxrank':>9s} "
+            f"{'objective F(w)':>18s} {'rel gap':>9s}  status")
+    print(head)
+    for r in rows:
+        if "skipped" in r:
+            continue
+        print(f"  {r['label']:36s} {r['seconds']:8.2f}s {r['time_ratio']:9.3g} {_fmt_bytes(r['peak_bytes']):>10s} "
+              f"{r['memory_ratio']:9.3g} {r['objective']:18.12g} {r['relative_gap']:9.1e}  {r['status']}"
+              f" ({r['iterations']} it)")
+    print(f"  memory: {'peak RSS increase during the method (sampled every 2 ms)' if how == 'rss' else 'tracemalloc peak'}"
+          "; rel gap: (F(w) - best certified lower bound) / F(w)")
+
+
+def _print_targets(name, rows, meta):
+    t = TARGETS.get(name)
+    if t is None:
+        return
+    by = {r["method"]: r for r in rows if "skipped" not in r}
+    me = by["cvxrank"]
+    checks = [(f"certified relative gap <= {t['gap']:g}", me["relative_gap"] <= t["gap"], f"{me['relative_gap']:.2e}")]
+    if "seconds" in t:
+        checks.append((f"wall time < {t['seconds']:g} s", me["seconds"] < t["seconds"], f"{me['seconds']:.2f} s"))
+    if "memory_gb" in t and meta.get("process_peak_rss_bytes"):
+        peak = meta["process_peak_rss_bytes"]
+        checks.append((f"process peak RSS < {t['memory_gb']:g} GB (data included)", peak < t["memory_gb"] * 2**30,
+                       _fmt_bytes(peak)))
+    if "linearsvc" in by:
+        ref = by["linearsvc"]
+        checks.append((f"time <= {t['time_vs_linearsvc']:g} x LinearSVC", me["seconds"] <= t["time_vs_linearsvc"]
+                       * ref["seconds"], f"{me['seconds'] / ref['seconds']:.3f} x"))
+        checks.append((f"memory <= {t['memory_vs_linearsvc']:g} x LinearSVC",
+                       me["peak_bytes"] <= t["memory_vs_linearsvc"] * ref["peak_bytes"],
+                       f"{me['peak_bytes'] / max(ref['peak_bytes'], 1):.3f} x"))
+    if "clarabel" in by:
+        ref = by["clarabel"]
+        checks.append((f"time <= {t['time_vs_clarabel']:g} x Clarabel", me["seconds"] <= t["time_vs_clarabel"]
+                       * ref["seconds"], f"{me['seconds'] / ref['seconds']:.3f} x"))
+    print("  targets of issue 5:")
+    for label, ok, value in checks:
+        print(f"    {'PASS' if ok else 'MISS'}  {label:38s} measured {value}")
+    meta["targets"] = [{"target": label, "passed": bool(ok), "measured": value} for label, ok, value in checks]
+
+
+def _time_oracle(data, repeat, rng):
+    """Median seconds of one oracle call (loss and ``Xᵀv``, no counts) at a random ``w``, 1 BLAS thread."""
+    from cvxrank.native import PairFreeOracle, cost_table
+    from cvxrank.native.cutting_plane import blas_threads
+
+    oracle = PairFreeOracle.from_data(data, cost_table(data))
+    w = rng.standard_normal(data.n_features) / np.sqrt(data.n_features)
+    times = []
+    with blas_threads(1):  # as in the solver
+        oracle(w, counts=False)
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            oracle(w, counts=False)
+            times.append(time.perf_counter() - t0)
+    return float(np.median(times)), oracle.n_pairs
+
+
+def _scaling(args):
+    from cvxrank.datasets import make_ranking, make_web_like
+
+    sizes = [int(q) for q in split(args.scaling_queries)]
+    if len(sizes) < 2:
+        raise ValueError("--scaling-queries needs at least two sizes (four or more for a meaningful fit)")
+    print(f"\n== oracle scaling in m: web-like data, {args.scaling_features} features, ~100 documents per query; "
+          f"median of {args.repeat} calls (loss and subgradient X^T v, no counts; 1 BLAS thread)", flush=True)
+    rows = []
+    rng = np.random.default_rng(args.seed)
+    for q in sizes:
+        data = make_web_like(n_queries=q, n_features=args.scaling_features, random_state=args.seed)
+        t, n_pairs = _time_oracle(data, args.repeat, rng)
+        rows.append({"instance": "scaling", "series": "documents", "n_queries": q, "n_documents": data.n_documents,
+                     "n_pairs": n_pairs, "seconds_per_call": t})
+        print(f"  m = {data.n_documents:>9,} documents  {n_pairs:>12,} pairs  {t * 1e3:9.2f} ms per call"
+              f"  ({t / data.n_documents * 1e9:6.1f} ns per document)", flush=True)
+        del data
+        gc.collect()
+    slope = float(np.polyfit(np.log([r["n_documents"] for r in rows]), np.log([r["seconds_per_call"] for r in rows]),
+                             1)[0])
+    print(f"  fitted exponent of time vs m: {slope:.3f} over {len(rows)} sizes (an m log m cost fits about 1.05)")
+    meta = {"instance": "scaling", "exponent_documents": slope, "sizes": len(rows)}
+    lengths = [int(x) for x in split(args.scaling_lengths) or []]
+    if len(lengths) >= 2:
+        print(f"\n== oracle scaling in query length: {args.scaling_documents:,} documents, {args.scaling_features} "
+              "features, 5 grades; pairs grow with the length, the oracle's work should not", flush=True)
+        series = []
+        for length in lengths:
+            q = max(1, args.scaling_documents // length)
+            data = make_ranking(q, length, args.scaling_features, noise=np.sqrt(args.scaling_features),
+                                proportions=(0.52, 0.32, 0.13, 0.02, 0.01), random_state=args.seed)
+            t, n_pairs = _time_oracle(data, args.repeat, rng)
+            series.append({"instance": "scaling", "series": "query_length", "query_length": length,
+                           "n_documents": data.n_documents, "n_pairs": n_pairs, "seconds_per_call": t})
+            print(f"  {length:>5} documents per query  {n_pairs:>13,} pairs  {t * 1e3:9.2f} ms per call", flush=True)
+            del data
+            gc.collect()
+        pair_slope = float(np.polyfit(np.log([r["n_pairs"] for r in series]),
+                                      np.log([r["seconds_per_call"] for r in series]), 1)[0])
+        print(f"  fitted exponent of time vs number of pairs: {pair_slope:.3f} (a method that visits pairs: 1)")
+        meta["exponent_pairs"] = pair_slope
+        rows.extend(series)
+    return rows, meta
+
+
+def run(args) -> int:
+    from cvxrank.costs import check_lam
+    from cvxrank.datasets import make_ohsumed_like, make_web_like
+
+    instances = split(args.instances) or []
+    unknown = [i for i in instances if i not in INSTANCES]
+    if unknown or not instances:
+        raise ValueError(f"unknown instances {unknown}; choose from {', '.join(INSTANCES)}")
+    skip = set(split(args.skip) or [])
+    bad = skip - set(REFERENCES)
+    if bad:
+        raise ValueError(f"--skip takes {', '.join(REFERENCES)}, got {sorted(bad)}")
+    if not args.C > 0:
+        raise ValueError(f"--C must be positive, got {args.C}")
+    lam = check_lam(1.0 / (2.0 * args.C))
+    tau, mu = parse_tau(args.tau), parse_mu(args.mu)
+    out = {"rows": [], "meta": []}
+    for name in instances:
+        if name == "scaling":
+            rows, meta = _scaling(args)
+        elif name == "ohsumed":
+            data = make_ohsumed_like(n_queries=args.ohsumed_queries, random_state=args.seed)
+            refs = [r for r in REFERENCES if r not in skip]
+            rows, meta = _solve_instance(name, data, args, tau, mu, lam, args.tol, None, refs,
+                                         lambda r: "--skip")
+        else:
+            data = make_web_like(n_queries=args.web_queries, random_state=args.seed)
+            from cvxrank.native import cost_table
+
+            n_pairs = cost_table(data).total_pairs
+            need = n_pairs * data.n_features * 8
+            why = {"linearsvc": f"it needs the pair differences D: {n_pairs:,} pairs x {data.n_features} features x 8 B "
+                                f"= {_fmt_bytes(need)}, before liblinear's own copy",
+                   "clarabel": f"one slack and one margin constraint per pair ({n_pairs:,}) in an interior-point "
+                               f"KKT system; pair storage at the D estimate, {_fmt_bytes(need)}, gives the order"}
+            rows, meta = _solve_instance(name, data, args, tau, mu, lam, args.web_tol, args.web_time_limit, [],
+                                         why.get)
+            meta["reference_memory_estimate_bytes"] = need
+            del data
+            gc.collect()
+        out["rows"].extend(rows)
+        out["meta"].append(meta)
+    if args.json:
+        write_json(args.json, out)
+        print(f"wrote {args.json}")
+    return 0

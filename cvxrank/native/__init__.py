@@ -1,0 +1,56 @@
+"""Pair-free native solver of the papers' problem: no pair is ever formed.
+
+The weighted hinge loss (9) of Cao et al. (SIGIR 2006) with weights
+``τ_k μ_q`` (one value per grade pair and per query) is evaluated, with a
+subgradient and violation counts, in ``O(m log m + m n)`` time for ``m``
+documents and ``n`` features, by sorting scores inside each query; a
+stabilised 1-slack cutting-plane method solves the problem on top of it, with
+a certified duality gap.
+
+=========================  ====================================================
+module                     content
+=========================  ====================================================
+:mod:`.costs`              :class:`CostTable`: ``c[q, a, b] = τ_(a,b) μ_q``
+:mod:`.oracle`             :class:`PairFreeOracle`: loss, ``Xᵀv``, counts
+:mod:`.bundle`             :class:`Bundle`: the inner QP over the simplex
+:mod:`.cutting_plane`      :func:`cutting_plane`, :func:`solve_pairfree`,
+                           :func:`solve_cutting_plane` (``solve(f, "cutting_plane")``)
+:mod:`.dask`               :class:`DaskOracle`: the oracle over query shards
+                           on a ``dask.distributed`` cluster (imported on demand)
+=========================  ====================================================
+
+This package imports nothing of :mod:`cvxrank.solvers` at import time (the
+solvers register :func:`solve_cutting_plane`; the result classes are imported
+inside the functions that build them).
+"""
+
+from cvxrank.native.bundle import Bundle
+from cvxrank.native.costs import (
+    CostTable,
+    cost_table,
+    cost_table_from_pairs,
+    grade_counts,
+)
+from cvxrank.native.cutting_plane import (
+    CuttingPlaneRun,
+    certifiable_gap,
+    cutting_plane,
+    solve_cutting_plane,
+    solve_pairfree,
+)
+from cvxrank.native.oracle import OracleResult, PairFreeOracle
+
+__all__ = [
+    "Bundle",
+    "CostTable",
+    "CuttingPlaneRun",
+    "OracleResult",
+    "PairFreeOracle",
+    "certifiable_gap",
+    "cost_table",
+    "cost_table_from_pairs",
+    "cutting_plane",
+    "grade_counts",
+    "solve_cutting_plane",
+    "solve_pairfree",
+]

@@ -1,0 +1,198 @@
+"""The pair-free cutting-plane solver against CVXPY/Clarabel, its certificate and its limits."""
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from cvxrank.costs import pair_weights, theorem1_C
+from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
+from cvxrank.formulations import build, build_hinge, build_primal
+from cvxrank.native import (
+    Bundle,
+    PairFreeOracle,
+    cost_table,
+    cutting_plane,
+    solve_pairfree,
+)
+from cvxrank.objectives import hinge_objective
+from cvxrank.pairs import make_pairs, preference_pairs
+from cvxrank.solvers import solve
+from tests.conftest import Instance
+
+
+def reference(inst):
+    """Clarabel's solution of the QP (14), on the hinge scale of (9)."""
+    res = solve(build_primal(inst.pairs, inst.C), "clarabel", tol=1e-9)
+    assert res.status == "optimal"
+    return res.w, 2 * inst.lam * res.qp_objective
+
+
+def rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pairfree_matches_clarabel_with_costs(seed):
+    inst = Instance(seed, lam=[0.01, 0.1, 1.0][seed % 3], n_grades=3 + seed % 2)
+    w_ref, F_ref = reference(inst)
+    res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
+    assert res.status == "optimal" and res.found
+    assert (res.solver, res.formulation, res.alpha) == ("cutting_plane", "pairfree", None)
+    assert 0 <= res.relative_gap <= 1e-8
+    assert rel(res.w, w_ref) <= 1e-4
+    # the objective is (9) recomputed with explicit pairs
+    assert res.objective == pytest.approx(hinge_objective(inst.pairs, res.w, inst.weights, inst.lam), rel=1e-12)
+    # soundness: the certified lower bound never exceeds the optimum, the objective never goes below it
+    assert res.dual_objective <= F_ref * (1 + 1e-10)
+    assert res.objective >= F_ref * (1 - 1e-10)
+    assert res.objective - F_ref <= res.duality_gap * (1 + 1e-6) + 1e-12 * F_ref
+    # strong convexity: ‖w - w*‖² ≤ gap / λ
+    assert np.linalg.norm(res.w - w_ref) ** 2 <= res.duality_gap / inst.lam + 1e-7 * np.linalg.norm(w_ref) ** 2
+    h = res.history
+    assert np.all(np.diff(h["objective"]) <= 0) and np.all(np.diff(h["dual_objective"]) >= 0)
+    assert res.dual_residual < 1e-3
+
+
+def test_sparse_features():
+    inst = Instance(12, density=0.4, n_features=6)
+    w_ref, F_ref = reference(inst)
+    res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
+    assert inst.data.is_sparse and res.status == "optimal"
+    assert rel(res.w, w_ref) <= 1e-4 and res.dual_objective <= F_ref * (1 + 1e-10)
+
+
+def test_lower_bound_is_sound_at_every_iteration():
+    inst = Instance(11, lam=0.02)
+    _, F_ref = reference(inst)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    run = cutting_plane(oracle, inst.lam, tol=1e-9)
+    assert run.status == "optimal"
+    assert np.all(run.history["dual_objective"] <= F_ref * (1 + 1e-10))
+    assert np.all(run.history["objective"] >= F_ref * (1 - 1e-10))
+
+
+@pytest.mark.parametrize("form", ["primal", "lifted", "dual", "hinge"])
+def test_solve_formulation_with_cutting_plane(instance, form):
+    w_ref, F_ref = reference(instance)
+    f = build(instance.pairs, instance.C, weights=instance.weights, lam=instance.lam, formulation=form)
+    res = solve(f, "cutting_plane")
+    assert res.status == "optimal"
+    assert rel(res.w, w_ref) <= 1e-5
+    assert res.relative_gap <= 1e-6
+    # the pairwise dual point built from β is in the box and certifies the gap
+    weights, lam = f.hinge_costs()
+    C = weights / (2 * lam)
+    assert np.all(res.alpha >= 0) and np.all(res.alpha <= C * (1 + 1e-12))
+    assert res.extras["pairfree_relative_gap"] <= 1e-6
+    scale = 1.0 if form == "hinge" else 1 / (2 * instance.lam)
+    assert res.dual_objective <= F_ref * scale * (1 + 1e-10)
+
+
+def test_weights_not_per_query_and_grade_pair_are_refused():
+    inst = Instance(3)
+    weights = inst.weights.copy()
+    weights[::7] *= 2.0
+    f = build_hinge(inst.pairs, weights, inst.lam)
+    with pytest.raises(ValidationError, match="explicit-pair solver"):
+        solve(f, "cutting_plane")
+    prefs = preference_pairs(np.eye(4), better=[0, 2], worse=[1, 3])
+    with pytest.raises(ValidationError, match="explicit-pair solver"):
+        solve(build_primal(prefs, 1.0), "cutting_plane")
+
+
+def test_zero_tau_drops_a_grade_pair():
+    data = make_ranking(n_queries=6, docs_per_query=(5, 9), n_features=3, random_state=4)
+    pairs = make_pairs(data)
+    tau = {(1, 0): 0.0, (2, 0): 2.0, (2, 1): 1.0}
+    weights = pair_weights(pairs, {**tau, (1, 0): 1.0}) * (pairs.pair_type[:, 0] == 2)
+    ref = solve(build_primal(pairs, theorem1_C(weights, 0.1)), "clarabel", tol=1e-9)
+    res = solve_pairfree(data, tau=tau, lam=0.1, tol=1e-8)
+    assert rel(res.w, ref.w) <= 1e-4
+
+
+def test_iteration_cap_gives_user_limit_with_a_certified_gap():
+    inst = Instance(5, lam=0.01)
+    _, F_ref = reference(inst)
+    with pytest.warns(InaccurateSolutionWarning, match="max_iter"):
+        res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, max_iter=3)
+    assert res.status == "user_limit" and not res.found
+    assert res.iterations == 3
+    assert np.isfinite(res.relative_gap) and res.relative_gap > res.tol
+    assert res.dual_objective <= F_ref <= res.objective
+    f = build_hinge(inst.pairs, inst.weights, inst.lam)
+    with pytest.warns(InaccurateSolutionWarning):
+        res = solve(f, "cutting_plane", max_iter=3)
+    assert res.status == "user_limit" and res.relative_gap > 1e-6
+
+
+def test_time_limit_gives_user_limit():
+    inst = Instance(6, lam=0.001)
+    with pytest.warns(InaccurateSolutionWarning):
+        res = solve_pairfree(inst.data, lam=inst.lam, tol=1e-12, time_limit=1e-9)
+    assert res.status == "user_limit" and res.iterations == 1
+
+
+def test_tol_below_float64_warns_and_reports_the_best_gap():
+    inst = Instance(8)
+    with pytest.warns(InaccurateSolutionWarning, match="float64"):
+        res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-16)
+    assert res.status == "optimal_inaccurate"
+    assert res.solver_status in ("float_limit", "stalled")
+    assert 0 <= res.relative_gap <= 1e-9
+    assert res.relative_gap == pytest.approx((res.objective - res.dual_objective) / res.objective)
+
+
+def test_warm_start_from_the_solution_stops_at_once():
+    inst = Instance(9)
+    first = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
+    again = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-6, warm_start_w=first.w)
+    assert again.status == "optimal"
+    assert again.iterations < first.iterations
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"tol": 0.0}, "tol"), ({"tol": 2}, "tol"), ({"max_iter": 0}, "max_iter"), ({"lam": -1.0}, "lam"),
+    ({"warm_start_w": np.zeros(2)}, "warm_start_w"), ({"time_limit": -1}, "time_limit"), ({"rho": 0}, "rho"),
+    ({"n_shards": 2}, "dask client"),
+])
+def test_bad_options_are_refused(kwargs, message):
+    inst = Instance(0)
+    with pytest.raises(ValidationError, match=message):
+        solve_pairfree(inst.data, **{"lam": 0.1, **kwargs})
+    with pytest.raises(ValidationError, match="RankingData"):
+        solve_pairfree(inst.pairs)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bundle_solves_the_simplex_qp_exactly(seed):
+    rng = np.random.default_rng(seed)
+    n, T, lam = 5, 12, 0.3
+    A = rng.standard_normal((T, n))
+    A[3] = A[2]  # a repeated plane: dependent rows must not break the active set
+    b = rng.uniform(0, 2, T)
+    bundle = Bundle(n, lam, capacity=4)  # also exercises growing
+    for a, off in zip(A, b):
+        bundle.add(a, off)
+        bundle.solve()
+    value, u = bundle.dual()
+    beta = cp.Variable(T, nonneg=True)
+    problem = cp.Problem(cp.Maximize(b @ beta - cp.sum_squares(A.T @ beta) / (4 * lam)), [cp.sum(beta) <= 1])
+    problem.solve(solver="CLARABEL")
+    assert value == pytest.approx(problem.value, rel=1e-9, abs=1e-9)
+    # the dual value is that of the model problem's primal minimiser (no duality gap)
+    w = -u / (2 * lam)
+    assert lam * w @ w + max(0.0, np.max(A @ w + b)) == pytest.approx(value, rel=1e-8, abs=1e-9)
+    assert np.all(bundle.beta[:bundle.size] >= 0) and bundle.beta[:bundle.size].sum() == pytest.approx(1.0)
+    bundle.prune(0)
+    assert bundle.dual()[0] == pytest.approx(value, rel=1e-12)
+
+
+def test_no_warning_when_converged():
+    inst = Instance(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = solve_pairfree(inst.data, mu="balanced", lam=inst.lam)
+    assert res.status == "optimal" and res.extras["n_pairs"] == inst.pairs.n_pairs

@@ -1,0 +1,98 @@
+"""The pair-free oracle over query shards on a two-worker dask cluster (loopback only)."""
+
+import numpy as np
+import pytest
+
+from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import ValidationError
+from cvxrank.native import PairFreeOracle, cost_table, solve_pairfree
+
+distributed = pytest.importorskip("distributed")
+
+import itertools
+
+from cvxrank.native.dask import DaskOracle, query_shards
+
+
+def cluster_client(processes):
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, host="127.0.0.1", protocol="tcp",
+                                       dashboard_address=":0")
+    return cluster, distributed.Client(cluster)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster, client = cluster_client(processes=False)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_ranking(n_queries=15, docs_per_query=(4, 14), n_features=4, n_grades=4, random_state=2)
+
+
+def check_same_numbers(oracle, local, w):
+    a = oracle(w, score_gradient=True)
+    b = local(w, score_gradient=True)
+    assert a.loss == pytest.approx(b.loss, rel=1e-12)
+    assert a.violated_weight == pytest.approx(b.violated_weight, rel=1e-12)
+    np.testing.assert_allclose(a.gradient, b.gradient, rtol=1e-12, atol=1e-12 * np.abs(b.gradient).max())
+    np.testing.assert_allclose(a.score_gradient, b.score_gradient, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(a.counts, b.counts)
+    assert a.counts_per_grade_pair() == b.counts_per_grade_pair()
+
+
+def test_sharded_oracle_gives_the_local_numbers(client, data):
+    costs = cost_table(data, {(1, 0): 1.0, (2, 0): 2.0, (2, 1): 1.5, (3, 0): 3.0, (3, 1): 2.5, (3, 2): 1.0},
+                       "balanced")
+    oracle = DaskOracle(client, data, costs, n_shards=3)
+    local = PairFreeOracle.from_data(data, costs)
+    assert len(oracle.shards) == 3 and oracle.shards[0][0] == 0 and oracle.shards[-1][1] == data.n_queries
+    assert (oracle.n_pairs, oracle.total_weight) == (local.n_pairs, pytest.approx(local.total_weight))
+    rng = np.random.default_rng(0)
+    for w in (np.zeros(4), rng.standard_normal(4), 10 * rng.standard_normal(4)):
+        check_same_numbers(oracle, local, w)
+    oracle.close()
+
+
+def test_solve_on_the_cluster_equals_the_local_solve(client, data):
+    distributed_res = solve_pairfree(data, mu="balanced", lam=0.05, tol=1e-8, client=client)
+    local_res = solve_pairfree(data, mu="balanced", lam=0.05, tol=1e-8)
+    assert distributed_res.status == local_res.status == "optimal"
+    np.testing.assert_allclose(distributed_res.w, local_res.w, rtol=1e-6, atol=1e-9)
+    assert distributed_res.objective == pytest.approx(local_res.objective, rel=1e-9)
+
+
+def test_bad_input(client, data):
+    with pytest.raises(ValidationError, match="Client"):
+        DaskOracle(object(), data)
+    with pytest.raises(ValidationError, match="n_shards"):
+        DaskOracle(client, data, n_shards=0)
+    oracle = DaskOracle(client, data)  # one shard per worker by default
+    assert len(oracle.shards) == 2
+    with pytest.raises(ValidationError, match="4 entries"):
+        oracle(np.zeros(3))
+    oracle.close()
+
+
+def test_query_shards_cover_every_query():
+    sizes = np.random.default_rng(1).integers(1, 50, 37)
+    for k in (1, 2, 5, 37, 100):
+        shards = query_shards(sizes, k)
+        assert shards[0][0] == 0 and shards[-1][1] == 37
+        assert all(a < b for a, b in shards) and all(s[1] == t[0] for s, t in itertools.pairwise(shards))
+        assert len(shards) <= min(k, 37)
+
+
+@pytest.mark.slow
+def test_worker_processes(data):
+    """Shards pickled to two worker processes give the same numbers."""
+    cluster, client = cluster_client(processes=True)
+    try:
+        oracle = DaskOracle(client, data)
+        check_same_numbers(oracle, PairFreeOracle.from_data(data), np.random.default_rng(3).standard_normal(4))
+    finally:
+        client.close()
+        cluster.close()

@@ -1,0 +1,259 @@
+"""The pair-free oracle against the explicit-pair computation (loss, subgradient, counts)."""
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from cvxrank.costs import pair_weights
+from cvxrank.data import RankingData
+from cvxrank.exceptions import ValidationError
+from cvxrank.native import (
+    PairFreeOracle,
+    cost_table,
+    cost_table_from_pairs,
+    grade_counts,
+)
+from cvxrank.pairs import make_pairs, preference_pairs
+
+
+def random_instance(seed, *, integer=False, sparse=False):
+    """Queries of 1-14 documents (some with one grade), tied grades, shuffled qids, random costs."""
+    rng = np.random.default_rng(seed)
+    while True:
+        sizes = rng.integers(1, 15, rng.integers(2, 7))
+        m = int(sizes.sum())
+        qid = np.repeat(rng.permutation(1000)[:sizes.size], sizes)[rng.permutation(m)]
+        y = rng.integers(0, 4, m)
+        if integer:  # half-integer features and integer w: many tied scores, margins exactly 1
+            X = rng.integers(-3, 4, (m, 3)) * 0.5
+            w = rng.integers(-2, 3, 3).astype(float)
+        else:
+            X = rng.standard_normal((m, 3))
+            w = rng.standard_normal(3)
+        if sparse:
+            X = sp.csr_matrix(X * (rng.random(X.shape) < 0.6))
+        data = RankingData(X, y, qid)
+        try:
+            pairs = make_pairs(data)
+        except ValidationError:
+            continue
+        tau = {t: float(rng.uniform(0.5, 2.0)) for t in pairs.types}
+        mu = "balanced" if seed % 2 else {q.item(): float(rng.uniform(0.5, 2.0)) for q in data.query_ids}
+        return data, pairs, tau, mu, w
+
+
+def explicit(pairs, weights, w):
+    margins = pairs.margins(w)
+    violated = margins < 1
+    loss = float(weights @ np.maximum(0.0, 1.0 - margins))
+    gradient = -pairs.rmatvec(np.where(violated, weights, 0.0))
+    v = -(pairs.P.T @ np.where(violated, weights, 0.0))
+    return loss, gradient, violated, v
+
+
+CASES = [pytest.param(seed, integer, sparse, id=f"seed{seed}-{'int' if integer else 'float'}{'-sparse' if sparse else ''}")
+         for seed in range(8) for integer in (False, True) for sparse in (False, True)]
+
+
+@pytest.mark.parametrize("seed, integer, sparse", CASES)
+def test_oracle_equals_explicit_pairs(seed, integer, sparse):
+    data, pairs, tau, mu, w = random_instance(seed, integer=integer, sparse=sparse)
+    weights = pair_weights(pairs, tau, mu)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, tau, mu))
+    r = oracle(w, score_gradient=True)
+    loss, gradient, violated, v = explicit(pairs, weights, w)
+    assert r.loss == pytest.approx(loss, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(r.gradient, gradient, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(r.score_gradient, v, rtol=1e-12, atol=1e-12)
+    assert r.violated_weight == pytest.approx(weights[violated].sum(), rel=1e-12, abs=1e-12)
+    # counts, exactly
+    assert r.n_violated == int(violated.sum())
+    by_type = Counter(tuple(t) for t in pairs.pair_type[violated].tolist())
+    assert {k: c for k, c in r.counts_per_grade_pair().items() if c} == dict(by_type)
+    np.testing.assert_array_equal(r.counts_per_query(), np.bincount(pairs.query[violated], minlength=data.n_queries))
+    assert oracle.n_pairs == pairs.n_pairs
+    assert oracle.total_weight == pytest.approx(weights.sum(), rel=1e-12)
+    # the cutting plane is a minorant of the loss, tight at w
+    other = np.random.default_rng(seed).standard_normal(3)
+    assert r.gradient @ other + r.violated_weight <= explicit(pairs, weights, other)[0] + 1e-9
+    assert r.gradient @ w + r.violated_weight == pytest.approx(loss, rel=1e-10, abs=1e-10)
+
+
+def test_integer_instances_have_margins_exactly_one():
+    """The tie cases the test above relies on do occur."""
+    hits = 0
+    for seed in range(8):
+        _data, pairs, _tau, _mu, w = random_instance(seed, integer=True)
+        hits += int(np.sum(pairs.margins(w) == 1.0))
+    assert hits > 0
+
+
+def test_boundary_rounding_matches_explicit_subtraction():
+    """Scores on a 0.1 grid: s_i - s_j is 1 only up to rounding, and the oracle must use the same test."""
+    rng = np.random.default_rng(3)
+    m = 400
+    qid = rng.integers(0, 4, m)
+    y = rng.integers(0, 3, m)
+    data = RankingData(np.zeros((m, 1)), y, qid)
+    pairs = make_pairs(data)
+    oracle = PairFreeOracle.from_data(data)
+    for offset in (0.0, 1e6, -3.3e7):
+        s = offset + rng.integers(0, 40, m) * 0.1
+        margins = pairs.P @ s
+        near = np.abs(margins - 1) < 1e-6
+        assert np.any(near & (margins < 1)) or np.any(near & (margins >= 1))
+        r = oracle.evaluate_scores(s)
+        violated = margins < 1
+        assert r.n_violated == int(violated.sum())
+        expected = float(np.maximum(0.0, 1.0 - margins).sum())
+        assert r.loss == pytest.approx(expected, rel=1e-9)
+        np.testing.assert_allclose(r.score_gradient, -(pairs.P.T @ violated.astype(float)), atol=1e-9)
+
+
+def test_exact_correction_where_searchsorted_rounds(monkeypatch):
+    """Thousands of queries (large offsets in the sort key) and differences within an ulp of 1:
+    the approximate bounds are wrong for many documents and the exact search must fix every one."""
+    import cvxrank.native.oracle as module
+
+    searched = []
+    original = module._search
+    monkeypatch.setattr(module, "_search", lambda *a: searched.append(len(a[1])) or original(*a))
+    rng = np.random.default_rng(0)
+    Q = 3000
+    data = RankingData(np.zeros((4 * Q, 1)), np.tile([2, 1, 1, 0], Q), np.repeat(np.arange(Q), 4))
+    x = rng.uniform(-3, 3, Q)
+    s = np.empty((Q, 4))
+    s[:, 0] = x
+    s[:, 1:] = x[:, None] - 1 + rng.integers(-6, 7, (Q, 3)) * np.spacing(1.0)
+    s = s.ravel()
+    pairs = make_pairs(data)
+    margins = pairs.P @ s
+    assert np.sum(margins == 1.0) > 100 and np.sum((margins < 1) & (margins > 1 - 1e-12)) > 100
+    r = PairFreeOracle.from_data(data).evaluate_scores(s)
+    assert sum(searched) > 100  # the correction did run
+    violated = margins < 1
+    assert r.n_violated == int(violated.sum())
+    np.testing.assert_array_equal(r.counts_per_query(), np.bincount(pairs.query[violated], minlength=Q))
+    np.testing.assert_allclose(r.score_gradient, -(pairs.P.T @ violated.astype(float)), atol=0)
+
+
+def test_many_queries_take_the_lexsort_path():
+    data, _pairs, tau, mu, w = random_instance(5)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, tau, mu))
+    fast = oracle(w)
+    oracle._q16 = None  # what happens with more than 65,536 queries
+    slow = oracle(w)
+    assert slow.loss == pytest.approx(fast.loss, rel=1e-13)
+    np.testing.assert_array_equal(slow.counts, fast.counts)
+
+
+def test_hand_computed_example():
+    # one query, grades 2 > 1 > 0, scores 0, 0.5, 0.5 (a tie), unit weights
+    data = RankingData(np.array([[0.0], [0.5], [0.5]]), y=[2, 1, 0], qid=[1, 1, 1])
+    r = PairFreeOracle.from_data(data)(np.array([1.0]), score_gradient=True)
+    # pairs (0>1): margin -0.5, loss 1.5; (0>2): -0.5, 1.5; (1>2): 0, 1
+    assert r.loss == pytest.approx(4.0)
+    assert r.violated_weight == 3.0
+    assert r.score_gradient.tolist() == [-2.0, 0.0, 2.0]
+    assert r.counts_per_grade_pair() == {(1, 0): 1, (2, 0): 1, (2, 1): 1}
+    # w = 0: every pair has margin 0 < 1; gradient Xᵀv = 0·(-2) + 0.5·0 + 0.5·2
+    r0 = PairFreeOracle.from_data(data)(np.zeros(1))
+    assert (r0.loss, r0.violated_weight, r0.gradient.tolist()) == (3.0, 3.0, [1.0])
+
+
+def test_satisfied_pairs_count_nothing():
+    data = RankingData(np.array([[3.0], [1.0], [0.0]]), y=[2, 1, 0], qid=[1, 1, 1])
+    r = PairFreeOracle.from_data(data)(np.array([1.0]))
+    # margins 2, 3 and 1: the last is exactly on the margin, hinge 0 and not violated
+    assert (r.loss, r.violated_weight, r.n_violated) == (0.0, 0.0, 0)
+    np.testing.assert_array_equal(r.gradient, [0.0])
+
+
+# -- the cost table --------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(4))
+def test_cost_table_matches_pair_weights(seed):
+    data, pairs, tau, mu, _w = random_instance(seed)
+    table = cost_table(data, tau, mu)
+    weights = pair_weights(pairs, tau, mu)
+    grades = table.grades
+    a = np.searchsorted(grades, pairs.pair_type[:, 0])
+    b = np.searchsorted(grades, pairs.pair_type[:, 1])
+    np.testing.assert_allclose(table.weight_of(pairs.query, a, b), weights, rtol=1e-14)
+    assert table.total_pairs == pairs.n_pairs
+    back = cost_table_from_pairs(pairs, weights)
+    np.testing.assert_allclose(back.values, table.values, rtol=1e-14)
+
+
+def test_cost_table_accepts_a_tau_frame_and_zero_tau():
+    data = RankingData(np.eye(5), [2, 1, 0, 1, 0], qid=[1, 1, 1, 2, 2])
+    frame = pd.DataFrame({"higher": [1, 2, 2], "lower": [0, 0, 1], "tau": [0.0, 3.0, 2.0]})
+    table = cost_table(data, frame, None)
+    assert table.values[0, 2, 1] == 2.0 and table.values[0, 1, 0] == 0.0 and table.values[1, 1, 0] == 0.0
+    assert table.total_weight == 5.0
+
+
+def test_balanced_mu_without_pairs():
+    data, pairs, _tau, _mu, _w = random_instance(1)
+    table = cost_table(data, None, "balanced")
+    counts = pairs.pairs_per_query
+    expected = np.where(counts > 0, counts.max() / np.maximum(counts, 1), 0.0)
+    np.testing.assert_allclose(table.values.max(axis=(1, 2)), expected)
+
+
+@pytest.mark.parametrize("tau, mu, message", [
+    ({(2, 1): 1.0}, None, "no value for grade pairs"),
+    ({(2, 1): 1.0, (2, 0): 1.0, (1, 0): 1.0, (9, 0): 1.0}, None, "do not occur"),
+    ({(1, 2): 1.0, (2, 0): 1.0, (1, 0): 1.0}, None, "wrong way"),
+    ({(2, 1): -1.0, (2, 0): 1.0, (1, 0): 1.0}, None, "positive"),
+    ("bad", None, "mapping"),
+    (None, "other", "balanced"),
+    (None, {1: 1.0, 99: 1.0}, "not in the data"),
+    (None, {1: 1.0}, "no value for queries"),
+    (None, {1: 0.0, 2: 1.0}, "positive"),
+])
+def test_cost_table_rejects_bad_costs(tau, mu, message):
+    data = RankingData(np.eye(5), [2, 1, 0, 1, 0], qid=[1, 1, 1, 2, 2])
+    with pytest.raises(ValidationError, match=message):
+        cost_table(data, tau, mu)
+
+
+def test_cost_table_rejects_data_without_pairs_or_weight():
+    with pytest.raises(ValidationError, match="no pairs"):
+        cost_table(RankingData(np.eye(2), [1, 1], qid=[1, 2]))
+    with pytest.raises(ValidationError, match="weight 0"):
+        cost_table(RankingData(np.eye(2), [1, 0], qid=[1, 1]), {(1, 0): 0.0})
+
+
+def test_weights_not_constant_in_a_cell_point_to_explicit_solvers():
+    data, pairs, tau, mu, _w = random_instance(2)
+    weights = pair_weights(pairs, tau, mu)
+    weights[0] *= 1.5
+    with pytest.raises(ValidationError, match="explicit-pair solver"):
+        cost_table_from_pairs(pairs, weights)
+    prefs = preference_pairs(data, [0], [1]) if data.qid[0] == data.qid[1] else None
+    explicit_pairs = prefs or preference_pairs(np.eye(3), better=[0], worse=[1])
+    with pytest.raises(ValidationError, match="explicit-pair solver"):
+        cost_table_from_pairs(explicit_pairs, np.ones(1))
+
+
+def test_grade_counts_and_oracle_validation():
+    data = RankingData(np.eye(3), [2, 0, 1], qid=[1, 1, 2])
+    grades, codes, counts = grade_counts(data)
+    assert grades.tolist() == [0, 1, 2] and codes.tolist() == [2, 0, 1]
+    assert counts.tolist() == [[1, 0, 1], [0, 1, 0]]
+    oracle = PairFreeOracle.from_data(data)
+    with pytest.raises(ValidationError, match="3 entries"):
+        oracle(np.zeros(2))
+    with pytest.raises(ValidationError, match="NaN"):
+        oracle.evaluate_scores([0.0, np.nan, 1.0])
+    with pytest.raises(ValidationError, match="no violation counts"):
+        oracle(np.zeros(3), counts=False).counts_per_query()
+    with pytest.raises(ValidationError, match="non-negative"):
+        PairFreeOracle(np.eye(2), [0, 0], [1, 0], -np.ones((1, 2, 2)))
+    with pytest.raises(ValidationError, match="out of range"):
+        PairFreeOracle(np.eye(2), [0, 1], [1, 0], np.ones((1, 2, 2)))
+    with pytest.raises(ValidationError, match="other data"):
+        PairFreeOracle.from_data(data, cost_table(RankingData(np.eye(2), [1, 0], qid=[1, 1])))
