@@ -7,22 +7,28 @@ duality gap.
 
 Layout (imports point down this list only)::
 
-    cli            the command line (cvxrank demo, verify)
+    cli, bench     the command line (one module per command) and the benchmarks
+    experiments    cross-validation and sign tests, the ECML simulation;  plots: the figures
+    estimators     scikit-learn rankers (RankSVM, ..., CsRgList), JSON model files
     theorem        verify_theorem1: Theorem 1 / Proposition 1 checked numerically
+    path           solve_path: lambda / cost grids on one compiled problem (DPP)
     solvers        solve(): CVXPY backends, native solvers, certificates, SolveResult
+    native         solve_pairfree: the pair-free oracle and cutting-plane solver
+    listwise       ListMLE / cs-RgList: Newton (Steps 1-5) and the exponential-cone form
     formulations   build_primal, build_lifted_primal, build_dual, build_hinge
     objectives     L(w), M(w), L_D(α) evaluated in numpy
     costs          pair_weights (τ, μ), theorem1_C
     pairs          make_pairs, preference_pairs, PairSet (D = P X)
     data           RankingData, load_letor;  datasets: make_ranking
-    metrics        ndcg_score, mean_average_precision, ... (imports nothing of ours)
+    metrics        ndcg_score, mean_average_precision, ... (imports nothing of ours);
+                   evaluation: the papers' table of NDCG@k, MAP, P@k
 """
 
 __version__ = "0.1.0"
 
 from cvxrank.costs import balanced_mu, estimate_tau, pair_weights, theorem1_C
 from cvxrank.data import RankingData, load_letor
-from cvxrank.datasets import make_ecml_simulation, make_ranking
+from cvxrank.datasets import make_ecml_simulation, make_ohsumed_like, make_ranking, make_web_like
 from cvxrank.exceptions import (
     CvxrankError,
     InaccurateSolutionWarning,
@@ -39,6 +45,7 @@ from cvxrank.formulations import (
     build_primal,
     choose_formulation,
 )
+from cvxrank.native import solve_pairfree
 from cvxrank.objectives import dual_objective, hinge_objective, qp_objective
 from cvxrank.pairs import PairSet, make_pairs, preference_pairs
 from cvxrank.solvers import SolveResult, available_solvers, solve
@@ -68,12 +75,15 @@ __all__ = [
     "hinge_objective",
     "load_letor",
     "make_ecml_simulation",
+    "make_ohsumed_like",
     "make_pairs",
     "make_ranking",
+    "make_web_like",
     "pair_weights",
     "preference_pairs",
     "qp_objective",
     "solve",
+    "solve_pairfree",
     "theorem1_C",
     "verify_theorem1",
 ]
