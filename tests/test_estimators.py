@@ -227,3 +227,16 @@ def test_fit_path_equals_refits(data):
     assert [m.result_.solver for m in gd] == ["subgradient", "subgradient"]
     with pytest.raises(ValidationError, match="lam must be positive"):
         RankSVM().fit_path(data, lams=[1.0, -1.0])
+
+
+def test_auto_solver_goes_pair_free_for_large_problems(data, monkeypatch):
+    import cvxrank.estimators.pairwise as pw
+
+    small = RankSVMIR(tau=TAU, lam=0.3).fit(data)
+    assert small.result_.solver == "clarabel"
+    monkeypatch.setattr(pw, "AUTO_PAIRFREE_PAIRS", 10)   # "large" from 10 pairs on
+    large = RankSVMIR(tau=TAU, lam=0.3).fit(data)
+    assert large.result_.solver == "cutting_plane" and large.result_.found
+    # Both certified to a relative gap of 1e-6: their distance is within the strong-convexity bound.
+    bound = np.sqrt(large.result_.duality_gap / 0.3) + np.sqrt(small.result_.duality_gap / 0.3)
+    assert np.linalg.norm(large.coef_ - small.coef_) <= bound
