@@ -45,14 +45,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cvxrank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in commands():
-        module = importlib.import_module(f"{__name__}.{name}")
+    add_module_parsers(sub, __name__, commands(), "func")
+    return parser
+
+
+def add_module_parsers(sub, package: str, names, dest: str) -> None:
+    """One sub-parser per module ``package.NAME``: help from ``HELP``, description from the docstring,
+    examples from ``EPILOG``, options from ``add_arguments``; ``args.<dest>`` is the module's ``run``."""
+    for name in names:
+        module = importlib.import_module(f"{package}.{name}")
         cmd = sub.add_parser(name, help=module.HELP, description=(module.__doc__ or module.HELP).strip(),
                              epilog=getattr(module, "EPILOG", None),
                              formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(cmd)
-        cmd.set_defaults(func=module.run)
-    return parser
+        cmd.set_defaults(**{dest: module.run})
 
 
 def main(argv=None) -> int:

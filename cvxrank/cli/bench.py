@@ -5,9 +5,6 @@ accuracy as ratios to a reference measured in the same run."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
-
 from cvxrank.bench import benchmarks
 
 HELP = "run a benchmark (cvxrank bench NAME --help lists its options)"
@@ -18,15 +15,11 @@ EPILOG = """examples:
 
 
 def add_arguments(parser) -> None:
+    from cvxrank.cli import add_module_parsers
+
     sub = parser.add_subparsers(dest="benchmark", metavar="NAME")
     sub.required = True
-    for name in benchmarks():
-        module = importlib.import_module(f"cvxrank.bench.{name}")
-        b = sub.add_parser(name, help=module.HELP, description=(module.__doc__ or module.HELP).strip(),
-                           epilog=getattr(module, "EPILOG", None),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-        module.add_arguments(b)
-        b.set_defaults(bench_run=module.run)
+    add_module_parsers(sub, "cvxrank.bench", benchmarks(), "bench_run")
 
 
 def run(args) -> int:
