@@ -5,26 +5,38 @@ cvxrank takes. It is built from arrays, from a pandas DataFrame
 (:meth:`RankingData.from_frame`) or from SVMlight/LETOR files
 (:func:`load_letor`, which uses scikit-learn's reader).
 
-This module imports nothing of the package's own but its exceptions.
+This module imports nothing of the package's own but its exceptions and the memory budget.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from cvxrank._memory import check_letor_files, check_memory
 from cvxrank.exceptions import ValidationError
 
 __all__ = ["RankingData", "load_letor", "save_letor"]
 
 
 def _reject_complex(values, what: str) -> None:
-    if np.iscomplexobj(values):
+    try:
+        is_complex = np.iscomplexobj(values)
+    except (TypeError, ValueError) as exc:  # e.g. ragged nested lists
+        raise ValidationError(f"{what} must be numeric: {exc}") from None
+    if is_complex:
         raise ValidationError(f"{what} must be real numbers, got complex values")
+
+
+#: Largest magnitude up to which every integer is a float64 exactly (2**53); larger integral
+#: values stay float rather than being cast to int64 (which would wrap them silently).
+_EXACT_INT = 2.0**53
 
 
 def _as_features(X) -> np.ndarray | sp.csr_matrix:
@@ -43,7 +55,12 @@ def _as_features(X) -> np.ndarray | sp.csr_matrix:
             )
         values = X
     if not np.all(np.isfinite(values)):
-        bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else X))[0]
+        if sp.issparse(X):  # locate it without densifying X
+            coo = X.tocoo()
+            bad = np.flatnonzero(~np.isfinite(coo.data))
+            bad = min(zip(coo.row[bad].tolist(), coo.col[bad].tolist()))
+        else:
+            bad = np.argwhere(~np.isfinite(X))[0]
         raise ValidationError(
             f"X has a NaN or infinite value (first at document {bad[0]}, feature {bad[1]})"
         )
@@ -52,9 +69,11 @@ def _as_features(X) -> np.ndarray | sp.csr_matrix:
 
 def _as_grades(y, n: int) -> np.ndarray:
     _reject_complex(y, "y (grades)")
+    if np.asarray(y).dtype.kind in "mM":
+        raise ValidationError("y (grades) must be numeric, got dates or durations")
     try:
         y = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ValidationError(f"y (grades) must be numeric: {exc}") from None
     if y.ndim != 1:
         raise ValidationError(f"y (grades) must be 1-dimensional, got shape {y.shape}")
@@ -66,7 +85,7 @@ def _as_grades(y, n: int) -> np.ndarray:
         raise ValidationError(
             f"y has a NaN or infinite grade (first at document {int(np.flatnonzero(~np.isfinite(y))[0])})"
         )
-    if np.all(y == np.round(y)):
+    if np.all(y == np.round(y)) and np.all(np.abs(y) <= _EXACT_INT):
         return y.astype(np.int64)
     return y
 
@@ -82,11 +101,11 @@ def _as_qid(qid, n: int) -> np.ndarray:
     if qid.dtype.kind == "f":
         if not np.all(np.isfinite(qid)):
             raise ValidationError("qid has a NaN or infinite query id")
-        if np.all(qid == np.round(qid)):
+        if np.all(qid == np.round(qid)) and np.all(np.abs(qid) <= _EXACT_INT):
             qid = qid.astype(np.int64)
     elif qid.dtype.kind == "O":
-        if any(q is None for q in qid):
-            raise ValidationError("qid has a missing (None) query id")
+        if any(q is None or (isinstance(q, float) and math.isnan(q)) for q in qid):
+            raise ValidationError("qid has a missing (None or NaN) query id")
     return qid
 
 
@@ -226,7 +245,18 @@ class RankingData:
         >>> RankingData.from_frame(df, label="rel", qid="q")
         RankingData(n_documents=4, n_features=2, n_queries=2, grades=[0, 1, 2])
         """
+        import pandas as pd
+
+        if not isinstance(df, pd.DataFrame):
+            raise ValidationError(f"from_frame takes a pandas DataFrame, got {type(df).__name__}")
+        if not df.columns.is_unique:
+            dup = df.columns[df.columns.duplicated()].unique().tolist()
+            raise ValidationError(f"the DataFrame has duplicate column names: {dup[:10]}")
         for name, col in (("label", label), ("qid", qid)):
+            try:
+                hash(col)
+            except TypeError:
+                raise ValidationError(f"{name} must be a column name, got {type(col).__name__}") from None
             if col not in df.columns:
                 raise ValidationError(
                     f"{name} column {col!r} is not in the DataFrame (columns: {list(df.columns)[:10]})"
@@ -234,8 +264,13 @@ class RankingData:
         if features is None:
             features = [c for c in df.columns if c not in (label, qid)]
         else:
+            if isinstance(features, str):
+                raise ValidationError(f"features must be a list of column names, got the string {features!r}")
             features = list(features)
-            absent = [c for c in features if c not in df.columns]
+            try:
+                absent = [c for c in features if c not in df.columns]
+            except TypeError as exc:  # an unhashable name
+                raise ValidationError(f"features must be column names: {exc}") from None
             if absent:
                 raise ValidationError(f"feature columns not in the DataFrame: {absent[:10]}")
         if not features:
@@ -246,47 +281,74 @@ class RankingData:
         return cls(df[features].to_numpy(dtype=np.float64), df[label].to_numpy(), df[qid].to_numpy())
 
 
+#: Numbers as LETOR/SVMlight tools read them (C's strtod): no digit separators, no hexadecimal.
+_NUMBER = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+_INTEGER = re.compile(rb"[+-]?\d+")
+#: Largest feature index scikit-learn's reader accepts (a C int) and the range of a qid (int64).
+_MAX_INDEX = 2**31 - 1
+_MAX_QID = 2**63 - 1
+
+
 def _check_letor_lines(path: str) -> None:
-    """Find the first line scikit-learn's reader would reject, to name it in the error."""
+    """Find the first line that is not strict LETOR, to name it in the error.
+
+    Stricter than scikit-learn's reader on two points: Python-only number
+    syntax (``1_000``) is refused, because LETOR and SVMlight tools read it
+    differently (C's ``strtod`` stops at the underscore); and the query id
+    field must be spelt ``qid:`` (scikit-learn takes any token starting with
+    ``qid``, e.g. ``qidx:3``).
+    """
+    def show(b):
+        return repr(b[:30].decode(errors="replace"))
+
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             line = raw.split(b"#", 1)[0].strip()
             if not line:
                 continue
+            where = f"{path}, line {lineno}"
             tokens = line.split()
-            try:
-                float(tokens[0])
-            except ValueError:
-                raise ValidationError(
-                    f"{path}, line {lineno}: the grade {tokens[0][:30].decode(errors='replace')!r} is not a number"
-                ) from None
-            for tok in tokens[1:]:
+            if not _NUMBER.fullmatch(tokens[0]):
+                raise ValidationError(f"{where}: the grade {show(tokens[0])} is not a number")
+            if len(tokens) < 2 or not tokens[1].startswith(b"qid:"):
+                if any(t.startswith(b"qid:") for t in tokens[1:]):
+                    raise ValidationError(f"{where}: 'qid:' must come right after the grade")
+                raise ValidationError(f"{where}: no 'qid:' field")
+            qid = tokens[1][4:]
+            if not _INTEGER.fullmatch(qid):
+                raise ValidationError(f"{where}: qid {show(qid)} is not an integer")
+            if len(qid.lstrip(b"+-").lstrip(b"0")) > 19 or not -_MAX_QID - 1 <= int(qid) <= _MAX_QID:  # digits first
+                raise ValidationError(f"{where}: qid {show(qid)} is out of the 64-bit integer range")
+            previous = 0
+            for tok in tokens[2:]:
                 key, sep, value = tok.partition(b":")
-                if not sep:
-                    raise ValidationError(
-                        f"{path}, line {lineno}: {tok[:30].decode(errors='replace')!r} is not 'index:value'"
-                    )
                 if key == b"qid":
-                    try:
-                        int(value)
-                    except ValueError:
-                        raise ValidationError(
-                            f"{path}, line {lineno}: qid {value[:30].decode(errors='replace')!r} is not an integer"
-                        ) from None
-                    continue
-                try:
-                    index = int(key)
-                    float(value)
-                except ValueError:
-                    raise ValidationError(
-                        f"{path}, line {lineno}: {tok[:30].decode(errors='replace')!r} is not 'index:value'"
-                    ) from None
-                if index < 1:
-                    raise ValidationError(
-                        f"{path}, line {lineno}: feature index {index} < 1 (LETOR indices start at 1)"
-                    )
-            if not any(t.startswith(b"qid:") for t in tokens[1:]):
-                raise ValidationError(f"{path}, line {lineno}: no 'qid:' field")
+                    raise ValidationError(f"{where}: a second 'qid:' field")
+                if not (sep and _INTEGER.fullmatch(key) and _NUMBER.fullmatch(value)):
+                    raise ValidationError(f"{where}: {show(tok)} is not 'index:value'")
+                digits = key.lstrip(b"+-").lstrip(b"0")  # int() refuses > 4300 digits: count them first
+                if key.startswith(b"-") or not digits:
+                    raise ValidationError(f"{where}: feature index {key[:30].decode()} < 1 (LETOR indices start at 1)")
+                if len(digits) > 10 or int(digits) > _MAX_INDEX:
+                    raise ValidationError(f"{where}: feature index {show(key)} is too large (at most {_MAX_INDEX})")
+                if int(digits) <= previous:
+                    raise ValidationError(f"{where}: feature index {int(digits)} after {previous} (indices must be "
+                                          "increasing, each at most once)")
+                previous = int(digits)
+
+
+def _needs_strict_check(path: str) -> bool:
+    """Whether the file holds text scikit-learn reads more leniently than LETOR (a fast scan).
+
+    scikit-learn's reader accepts Python number syntax (``1_000``) and takes
+    any token starting with ``qid`` as the query id (``qidx:3``). A file with
+    no ``_`` and no ``qid`` but in ``qid:`` needs no second, strict pass.
+    """
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(2**22) + fh.readline(), b""):  # whole lines per chunk
+            if b"_" in chunk or chunk.count(b"qid") != chunk.count(b"qid:"):
+                return True
+    return False
 
 
 def load_letor(path, n_features: int | None = None, *, dense: bool | None = None):
@@ -330,16 +392,20 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
             raise ValidationError(f"{p}: no such file")
         if os.path.getsize(p) == 0:
             raise ValidationError(f"{p}: the file is empty")
+    check_letor_files(paths)  # before reading: an estimate from the files' sizes
     from sklearn.datasets import load_svmlight_files
 
     try:
         loaded = load_svmlight_files(
             paths, n_features=n_features, query_id=True, zero_based=False, dtype=np.float64
         )
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         for p in paths:
             _check_letor_lines(p)  # raises with the line number when it finds the fault
         raise ValidationError(f"{', '.join(paths)}: cannot be read as LETOR: {exc}") from None
+    for p in paths:
+        if _needs_strict_check(p):
+            _check_letor_lines(p)
     out = []
     for i, p in enumerate(paths):
         X, y, q = loaded[3 * i], loaded[3 * i + 1], loaded[3 * i + 2]
@@ -350,6 +416,9 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
             _check_letor_lines(p)
             raise ValidationError(f"{p}: {X.shape[0]} documents but {q.shape[0]} qid fields")
         as_dense = dense if dense is not None else X.nnz >= 0.5 * X.shape[0] * X.shape[1]
+        if as_dense:
+            check_memory(8.0 * X.shape[0] * X.shape[1], f"{p}: a dense X of {X.shape[0]:,} documents x "
+                         f"{X.shape[1]:,} features", "pass dense=False to keep X sparse")
         X = X.toarray() if as_dense else X.tocsr()
         try:
             out.append(RankingData(X, y, q))

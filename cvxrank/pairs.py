@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from cvxrank.data import RankingData
+from cvxrank._memory import check_difference_matrix
+from cvxrank.data import RankingData, _as_features
 from cvxrank.exceptions import ValidationError
 
 __all__ = ["count_pairs", "PairSet", "make_pairs", "preference_pairs"]
@@ -142,12 +143,19 @@ class PairSet:
 
     @cached_property
     def difference_norms(self) -> np.ndarray:
-        """``‖d_i‖`` of every pair, computed in chunks without keeping ``D``."""
+        """``‖d_i‖`` of every pair, computed in chunks without keeping ``D``.
+
+        Each row is scaled by its largest entry first, so entries beyond
+        ``1e154`` (whose squares overflow) still give the right norm.
+        """
         out = np.empty(self.n_pairs)
         step = max(1, 2_000_000 // self.n_features)
         for lo in range(0, self.n_pairs, step):
             idx = np.arange(lo, min(lo + step, self.n_pairs))
-            out[idx] = np.linalg.norm(self.difference_rows(idx), axis=1)
+            rows = self.difference_rows(idx)
+            scale = np.abs(rows).max(axis=1)
+            scale[scale == 0] = 1.0
+            out[idx] = scale * np.linalg.norm(rows / scale[:, None], axis=1)
         return out
 
     def difference_matrix(self):
@@ -156,11 +164,27 @@ class PairSet:
         Sparse CSR when ``data.X`` is sparse, a dense array otherwise. This is
         the one place that builds ``D``; prefer :meth:`margins` and
         :meth:`rmatvec` where the products suffice.
+
+        Raises
+        ------
+        ValidationError
+            When a difference overflows float64 (features near ``1.8e308``).
+        cvxrank._memory.MemoryBudgetError
+            When ``D`` with the copies CVXPY makes of it would exceed the memory
+            budget (:mod:`cvxrank._memory`); the message names the lifted
+            formulation and the pair-free solver.
         """
+        check_difference_matrix(self)
         X = self.data.X
-        if sp.issparse(X):
-            return (self.P @ X).tocsr()
-        return X[self.better] - X[self.worse]
+        with np.errstate(over="ignore", invalid="ignore"):
+            D = (self.P @ X).tocsr() if sp.issparse(X) else X[self.better] - X[self.worse]
+        if not np.all(np.isfinite(D.data if sp.issparse(D) else D)):
+            big = float(abs(X).max())
+            raise ValidationError(
+                f"pair differences x_better - x_worse overflow float64 (features reach |x| = {big:.3g}); "
+                "rescale the features"
+            )
+        return D
 
 
 def _sorted_runs(data: RankingData):
@@ -285,8 +309,8 @@ def preference_pairs(data, better, worse, qid=None) -> PairSet:
     (2, [(1, 0)])
     """
     if not isinstance(data, RankingData):
-        X = data
-        n = X.shape[0] if hasattr(X, "shape") else len(X)
+        X = _as_features(data)  # validated first: its row count sizes the defaults below
+        n = X.shape[0]
         data = RankingData(X, np.zeros(n), np.zeros(n, dtype=np.int64) if qid is None else qid)
     better = np.asarray(better)
     worse = np.asarray(worse)
@@ -303,15 +327,15 @@ def preference_pairs(data, better, worse, qid=None) -> PairSet:
         )
     if better.size == 0:
         raise ValidationError("no pairs: better and worse are empty")
-    better = better.astype(np.int64)
-    worse = worse.astype(np.int64)
     m = data.n_documents
     for name, arr in (("better", better), ("worse", worse)):
-        bad = (arr < 0) | (arr >= m)
+        bad = (arr < 0) | (arr >= m)  # checked before the cast to int64, which would wrap huge values
         if bad.any():
             raise ValidationError(
-                f"{name}[{int(np.flatnonzero(bad)[0])}] = {int(arr[bad][0])} is not a document index (0..{m - 1})"
+                f"{name}[{int(np.flatnonzero(bad)[0])}] = {arr[bad][0]} is not a document index (0..{m - 1})"
             )
+    better = better.astype(np.int64)
+    worse = worse.astype(np.int64)
     same = better == worse
     if same.any():
         raise ValidationError(f"pair {int(np.flatnonzero(same)[0])} prefers document {int(better[same][0])} to itself")

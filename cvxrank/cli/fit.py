@@ -61,7 +61,7 @@ def run(args) -> int:
     model = make_ranker(args.method, **ranker_params(args))
     data = load_letor(args.train)
     model.fit(data)
-    model.save(args.model)
+    train_ndcg = model.score(data)  # before saving: a failure here must not leave a model file behind
     s = model.solve_summary_
     print(f"{method_label(args.method)} on {args.train}: {data.n_documents} documents, {data.n_queries} queries, "
           f"{data.n_features} features")
@@ -70,6 +70,7 @@ def run(args) -> int:
           f"{s.get('setup_time', 0) + s.get('solve_time', 0):.2f} s")
     if getattr(model, "tau_", None):
         print("tau: " + ", ".join(f"{hi}-{lo}={v:.4g}" for (hi, lo), v in sorted(model.tau_.items())))
-    print(f"training NDCG@10 {model.score(data):.4f}")
+    print(f"training NDCG@10 {train_ndcg:.4f}")
+    model.save(args.model)
     print(f"wrote {args.model}")
     return 0

@@ -43,6 +43,7 @@ FORMAT = "cvxrank-model"
 FORMAT_VERSION = 1
 _KEYS = {"format", "format_version", "cvxrank_version", "estimator", "params", "n_features", "coef", "fitted",
          "solve"}
+_FITTED_KEYS = {"lam", "C", "tau", "n_iter"}
 
 
 #: Estimator classes a model file may name.
@@ -69,6 +70,22 @@ def _decode_tau(value, where):
                 raise ValidationError(f"{where} holds {x!r}, not a finite number")
         table[(hi, lo)] = float(v)
     return table
+
+
+def _decode_mu(value, where):
+    """``[[qid, μ], ...]`` back to ``{qid: μ}`` (qids are strings or numbers, μ finite numbers)."""
+    if not all(isinstance(item, list) and len(item) == 2 for item in value):
+        raise ValidationError(f"{where} must be a list of [query id, weight] pairs")
+    table = {}
+    for key, v in value:
+        if not isinstance(key, (str, int, float)) or isinstance(key, bool) or not _finite(v):
+            raise ValidationError(f"{where} holds [{key!r}, {v!r}], not [query id, finite number]")
+        table[key] = float(v)
+    return table
+
+
+def _finite(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _number(v):
@@ -132,7 +149,7 @@ def model_from_dict(doc, *, source="model") -> object:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValidationError(f"{source} is not a cvxrank model file (no \"format\": \"{FORMAT}\")")
     version = doc.get("format_version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:
         raise ValidationError(
             f"{source} has model format {version!r} (written by cvxrank {doc.get('cvxrank_version', '?')}); "
             f"cvxrank {__version__} reads format {FORMAT_VERSION}"
@@ -157,7 +174,7 @@ def model_from_dict(doc, *, source="model") -> object:
     if "tau" in params:
         params["tau"] = _decode_tau(params["tau"], f"{source}: params.tau")
     if isinstance(params.get("mu"), list):
-        params["mu"] = {k: float(v) for k, v in params["mu"]}
+        params["mu"] = _decode_mu(params["mu"], f"{source}: params.mu")
     n = doc["n_features"]
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValidationError(f"{source}: n_features must be a positive integer, got {n!r}")
@@ -168,12 +185,24 @@ def model_from_dict(doc, *, source="model") -> object:
     fitted = doc["fitted"]
     if not isinstance(fitted, dict):
         raise ValidationError(f"{source}: fitted must be an object")
-    if not isinstance(doc["solve"], dict):
-        raise ValidationError(f"{source}: solve must be an object")
+    if set(fitted) - _FITTED_KEYS:
+        raise ValidationError(f"{source}: unknown keys in fitted: {sorted(set(fitted) - _FITTED_KEYS)}")
+    for attr in ("lam", "C"):
+        if fitted.get(attr) is not None and not (_finite(fitted[attr]) and fitted[attr] > 0):
+            raise ValidationError(f"{source}: fitted.{attr} must be a positive number or null, got {fitted[attr]!r}")
+    n_iter = fitted.get("n_iter", 0)
+    if n_iter is not None and (type(n_iter) is not int or n_iter < 0):
+        raise ValidationError(f"{source}: fitted.n_iter must be a non-negative integer, got {n_iter!r}")
+    if isinstance(fitted.get("tau"), str):
+        raise ValidationError(f"{source}: fitted.tau must be a list of [higher, lower, value] triples or null")
+    solve = doc["solve"]
+    if not isinstance(solve, dict) or not all(
+            v is None or isinstance(v, (str, bool, int)) or _finite(v) for v in solve.values()):
+        raise ValidationError(f"{source}: solve must be an object of numbers, strings, booleans or nulls")
     model = cls(**params)
     model.coef_ = np.array(coef, dtype=np.float64)
     model.n_features_in_ = n
-    model.n_iter_ = int(fitted.get("n_iter") or 0)
+    model.n_iter_ = int(n_iter or 0)
     for attr in ("lam", "C"):
         if fitted.get(attr) is not None:
             setattr(model, attr + "_", fitted[attr])
@@ -190,8 +219,11 @@ def load_model(path):
     Raises
     ------
     ValidationError
-        When the file is not JSON, not a cvxrank model, of another format
-        version, or has missing, unknown or malformed keys.
+        When the file cannot be read, is not JSON, not a cvxrank model, of
+        another format version, or has missing, unknown or malformed keys.
+        Parameter values (``params``) are only checked to be parameters of
+        the named estimator; the estimator validates their values when it is
+        fitted again.
     """
     path = os.fspath(path)
     try:
@@ -203,4 +235,10 @@ def load_model(path):
         raise ValidationError(f"{path} is not a cvxrank model file (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise ValidationError(f"{path} is not a cvxrank model file (invalid JSON: {exc})") from None
+    except RecursionError:
+        raise ValidationError(f"{path} is not a cvxrank model file (JSON nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer literal beyond Python's digit limit
+        raise ValidationError(f"{path} is not a cvxrank model file ({exc})") from None
+    except OSError as exc:
+        raise ValidationError(f"cannot read model file {path}: {exc.strerror or exc}") from None
     return model_from_dict(doc, source=path)

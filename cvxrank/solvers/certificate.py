@@ -31,6 +31,7 @@ import numpy as np
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
+from cvxrank._memory import fits_memory
 from cvxrank.objectives import dual_objective, qp_objective
 from cvxrank.pairs import PairSet
 
@@ -82,7 +83,9 @@ def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_
     width : float or ndarray of shape (n_pairs,)
         Band half-width, scalar or per pair.
     max_band : int
-        Give up (return None) when the band holds more pairs than this.
+        Give up (return None) when the band holds more pairs than this, or
+        when its dense ``|E| x n_features`` block would exceed the memory
+        budget (:mod:`cvxrank._memory`).
 
     Returns
     -------
@@ -91,7 +94,7 @@ def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_
     """
     live = C > 0
     on = np.flatnonzero((np.abs(margins - 1) <= width) & live)
-    if on.size > max_band:
+    if on.size > max_band or not fits_memory(8.0 * on.size * pairs.n_features):  # the dense block D_E
         return None
     alpha = np.where((margins < 1) & live, C, 0.0)
     alpha[on] = 0.0

@@ -1,0 +1,154 @@
+"""A chain of solvers: when one fails or its certificate does not pass, try the next.
+
+A solver can return a wrong answer that looks right: ADMM solvers lose
+accuracy, or report a wrong objective or status, when the objective is
+scaled by a large factor (CVXPY issue #1489), which is exactly what the
+``C = 1/(2λ)`` of a small ``λ`` does (OSQP then calls the primal QP
+"unbounded"; measured at ``λ ≤ 1e-4``). cvxrank's certificate catches this
+(:func:`cvxrank.solvers.certify`: the duality gap recomputed from ``w``), and
+:func:`solve_with_fallback` acts on it: it tries the solvers of a chain in
+order and returns the first solution whose status is ``"optimal"``, that is,
+whose certified relative gap is within ``tol``.
+
+The default chain, :data:`FALLBACK_CHAIN`, orders the solvers by how
+reliably they certify these problems: the interior-point solvers first
+(``clarabel``, ``ecos``), then the first-order ones (``scs``, ``osqp``),
+then the native ``subgradient`` solver, which needs no CVXPY compilation and
+stops on its own certificate. Solvers that are not installed are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+from cvxrank.exceptions import (
+    CvxrankError,
+    InaccurateSolutionWarning,
+    SolverError,
+    SolverNotAvailableError,
+)
+from cvxrank.formulations import Formulation
+from cvxrank.solvers.cvxpy_backend import CVXPY_SOLVERS
+from cvxrank.solvers.result import SolveResult
+
+__all__ = ["FALLBACK_CHAIN", "solve_with_fallback"]
+
+#: The documented default order of :func:`solve_with_fallback`.
+FALLBACK_CHAIN = ("clarabel", "ecos", "scs", "osqp", "subgradient")
+
+
+def _chain(solvers) -> list[str]:
+    if solvers is None:
+        return list(FALLBACK_CHAIN)
+    if isinstance(solvers, str):  # one solver first, then the default chain
+        names = [solvers] + list(FALLBACK_CHAIN)
+    else:
+        names = list(solvers)
+    if not names:
+        raise SolverNotAvailableError("solve_with_fallback needs at least one solver")
+    out = []
+    for name in (str(s).lower() for s in names):
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def solve_with_fallback(formulation: Formulation, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6,
+                        options: dict | None = None, warm_start: bool = False,
+                        verbose: bool = False) -> SolveResult:
+    """Solve with the first solver of a chain whose solution passes the certificate.
+
+    Each solver runs through :func:`cvxrank.solve`. A solver that raises a
+    cvxrank error (:class:`~cvxrank.exceptions.SolverError`, or a
+    :class:`~cvxrank.exceptions.ValidationError` such as the pair-free
+    solver refusing per-pair weights), or whose status is not
+    ``"optimal"``, hands over to the next one. Solvers of the chain that are
+    not installed are skipped.
+
+    Parameters
+    ----------
+    formulation : Formulation
+    solvers : sequence of str or str, default :data:`FALLBACK_CHAIN`
+        The chain, in order. A single name means that solver first, then
+        :data:`FALLBACK_CHAIN`.
+    tol : float, default 1e-6
+        Certified relative duality gap required for ``"optimal"``.
+    options : dict of str to dict, optional
+        Options per solver, e.g. ``{"osqp": {"max_iter": 1000}}``.
+    warm_start, verbose : bool
+        Passed to :func:`cvxrank.solve`.
+
+    Returns
+    -------
+    SolveResult
+        The first ``"optimal"`` result; if no solver certifies, the one with
+        the smallest certified relative gap, with its honest status and an
+        :class:`~cvxrank.exceptions.InaccurateSolutionWarning`.
+        ``extras["attempts"]`` lists every attempt in order as dicts with
+        ``solver``, ``status`` (``"error"`` or ``"not installed"`` when it did
+        not run), ``relative_gap``, ``time`` and ``message``.
+
+    Raises
+    ------
+    SolverNotAvailableError
+        For a name that is no solver at all, or when no solver of the chain is installed.
+    SolverError
+        When every installed solver of the chain failed; the message lists the attempts.
+
+    Examples
+    --------
+    >>> from cvxrank import build, make_pairs, make_ranking
+    >>> pairs = make_pairs(make_ranking(n_queries=3, random_state=0))
+    >>> result = solve_with_fallback(build(pairs, C=1.0), ["osqp", "clarabel"])
+    >>> result.status, [a["solver"] for a in result.extras["attempts"]][0]
+    ('optimal', 'osqp')
+    """
+    from cvxrank.solvers import NATIVE_SOLVERS, available_solvers, solve
+
+    names = _chain(solvers)
+    unknown = [s for s in names if s not in CVXPY_SOLVERS and s not in NATIVE_SOLVERS]
+    if unknown:
+        raise SolverNotAvailableError(f"unknown solver(s) {unknown} in the fallback chain; installed: "
+                                      f"{', '.join(available_solvers())}")
+    options = dict(options or {})
+    installed = set(available_solvers())
+    attempts, results = [], []
+    for name in names:
+        if name not in installed:
+            attempts.append({"solver": name, "status": "not installed", "relative_gap": math.nan, "time": 0.0,
+                             "message": f"pip install {CVXPY_SOLVERS[name][1]}" if name in CVXPY_SOLVERS else ""})
+            continue
+        start = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InaccurateSolutionWarning)  # judged below, warned once
+                result = solve(formulation, name, tol=tol, warm_start=warm_start, verbose=verbose,
+                               **options.get(name, {}))
+        except CvxrankError as exc:
+            attempts.append({"solver": name, "status": "error", "relative_gap": math.nan,
+                             "time": time.perf_counter() - start, "message": " ".join(str(exc).split())})
+            continue
+        attempts.append({"solver": name, "status": result.status, "relative_gap": float(result.relative_gap),
+                         "time": time.perf_counter() - start, "message": ""})
+        results.append(result)
+        if result.status == "optimal":
+            result.extras["attempts"] = attempts
+            return result
+    tried = "; ".join(f"{a['solver']}: {a['status']}" + (f" ({a['message']})" if a["message"] else "")
+                      + (f", relative gap {a['relative_gap']:.1e}" if not math.isnan(a["relative_gap"]) else "")
+                      for a in attempts)
+    if not results:
+        if all(a["status"] == "not installed" for a in attempts):
+            raise SolverNotAvailableError(f"no solver of the fallback chain is installed ({tried}); installed: "
+                                          f"{', '.join(available_solvers())}")
+        raise SolverError(f"every solver of the fallback chain failed on the {formulation.name} formulation: {tried}")
+    best = min(results, key=lambda r: r.relative_gap if not math.isnan(r.relative_gap) else math.inf)
+    best.extras["attempts"] = attempts
+    warnings.warn(
+        f"no solver of the fallback chain certified a relative gap <= {tol:.0e} on the {formulation.name} "
+        f"formulation; returning {best.solver}'s solution (status {best.status!r}). Attempts: {tried}",
+        InaccurateSolutionWarning, stacklevel=2,
+    )
+    return best
