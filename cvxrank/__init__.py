@@ -26,6 +26,7 @@ Layout (imports point down this list only)::
 
 __version__ = "0.1.0"
 
+from cvxrank._memory import MemoryBudgetError, set_memory_budget
 from cvxrank.costs import balanced_mu, estimate_tau, pair_weights, theorem1_C
 from cvxrank.data import RankingData, load_letor
 from cvxrank.datasets import make_ecml_simulation, make_ohsumed_like, make_ranking, make_web_like
@@ -48,7 +49,7 @@ from cvxrank.formulations import (
 from cvxrank.native import solve_pairfree
 from cvxrank.objectives import dual_objective, hinge_objective, qp_objective
 from cvxrank.pairs import PairSet, make_pairs, preference_pairs
-from cvxrank.solvers import SolveResult, available_solvers, solve
+from cvxrank.solvers import SolveResult, available_solvers, solve, solve_with_fallback
 from cvxrank.theorem import verify_theorem1
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "CvxrankError",
     "Formulation",
     "InaccurateSolutionWarning",
+    "MemoryBudgetError",
     "PairSet",
     "RankingData",
     "SolveResult",
@@ -84,6 +86,8 @@ __all__ = [
     "qp_objective",
     "solve",
     "solve_pairfree",
+    "solve_with_fallback",
+    "set_memory_budget",
     "theorem1_C",
     "verify_theorem1",
 ]

@@ -240,3 +240,16 @@ def test_auto_solver_goes_pair_free_for_large_problems(data, monkeypatch):
     # Both certified to a relative gap of 1e-6: their distance is within the strong-convexity bound.
     bound = np.sqrt(large.result_.duality_gap / 0.3) + np.sqrt(small.result_.duality_gap / 0.3)
     assert np.linalg.norm(large.coef_ - small.coef_) <= bound
+
+
+def test_fallback_chain_from_the_estimator(data):
+    import warnings
+
+    # Clarabel capped at 2 iterations cannot certify; the chain moves on to ECOS and records the attempts.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        model = RankSVM(lam=0.5, solver="fallback", solver_options={"clarabel": {"max_iter": 2}}).fit(data)
+    assert model.result_.found and model.result_.solver == "ecos"
+    attempts = model.result_.extras["attempts"]
+    assert attempts[0]["solver"] == "clarabel" and attempts[0]["status"] != "optimal"
+    np.testing.assert_allclose(model.coef_, RankSVM(lam=0.5).fit(data).coef_, atol=1e-5)

@@ -29,7 +29,7 @@ from cvxrank.estimators.base import BaseRanker, as_ranking_data, resolve_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS, build, build_hinge
 from cvxrank.pairs import count_pairs, make_pairs
-from cvxrank.solvers import available_solvers, solve
+from cvxrank.solvers import available_solvers, solve, solve_with_fallback
 from cvxrank.solvers.cvxpy_backend import MAX_ITER_OPTION
 
 __all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS", "tau_table"]
@@ -106,6 +106,8 @@ class _PairwiseRanker(BaseRanker):
         return "clarabel"
 
     def _options(self, solver: str) -> dict:
+        if solver == "fallback":
+            return {}
         options = dict(self.solver_options or {})
         if self.max_iter is not None:
             options.setdefault(MAX_ITER_OPTION.get(solver, "max_iter"), int(self.max_iter))
@@ -180,7 +182,7 @@ class _PairwiseRanker(BaseRanker):
         proto._check_params()
         data = as_ranking_data(X, y, qid, estimator=proto)
         solver = proto._solver_name(data)
-        if solver in NATIVE_SOLVERS or solver == "cutting_plane":
+        if solver in NATIVE_SOLVERS or solver in ("cutting_plane", "fallback"):
             return [clone(proto).set_params(lam=v).fit(data) for v in lams]
         table, mu = proto._costs(data)
         pairs = make_pairs(data)
@@ -199,6 +201,8 @@ class _PairwiseRanker(BaseRanker):
         if self.formulation == "hinge" or solver == "gd":
             return solve(build_hinge(pairs, weights, lam), solver, tol=self.tol, **options)
         form = build(pairs, theorem1_C(weights, lam), weights=weights, lam=lam, formulation=self.formulation)
+        if solver == "fallback":  # FALLBACK_CHAIN in order; solver_options is {solver: {option: value}}
+            return solve_with_fallback(form, tol=self.tol, options=self.solver_options)
         return solve(form, solver, tol=self.tol, **options)
 
 
@@ -212,7 +216,10 @@ _COMMON_DOC = """
     solver : str, default "auto"
         Any name of :func:`cvxrank.available_solvers`; ``"auto"`` picks the
         pair-free ``cutting_plane`` solver (when installed) for
-        :data:`AUTO_PAIRFREE_PAIRS` pairs or more, else ``clarabel``.
+        :data:`AUTO_PAIRFREE_PAIRS` pairs or more, else ``clarabel``;
+        ``"fallback"`` tries :data:`cvxrank.solvers.FALLBACK_CHAIN` in order
+        until a certificate passes (``solver_options`` then maps each solver
+        to its options).
     tol : float, default 1e-6
         Certified relative duality gap required for status ``"optimal"``.
     max_iter : int, optional
