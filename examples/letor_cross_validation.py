@@ -4,22 +4,27 @@ Train on train.letor with lambda chosen on 20% of its queries, test on test.leto
 has NDCG@1/3/5/10, MAP and P@k per method, and sign tests on per-query NDCG@1 against Ranking SVM.
 `cvxrank cv --train ... --test ...` runs every method; this example runs three to stay quick.
 """
-import sys
 from pathlib import Path
 
 import cvxrank as cr
 from cvxrank.experiments.cv import cross_validate, holdout_split
 from cvxrank.reporting import markdown_table
 
-folder = Path(__file__).resolve().parents[2] / "shared" / "data" / "lightgbm_rank"
-if not (folder / "train.letor").exists():
-    print(f"skipped: {folder} is absent")
-    sys.exit(0)
+FOLDER = Path(__file__).resolve().parents[2] / "shared" / "data" / "lightgbm_rank"
 
-train, test = cr.load_letor([folder / "train.letor", folder / "test.letor"])
-print(f"train: {train}\ntest:  {test}")
-splits = holdout_split(train, test, vali_fraction=0.2, random_state=0)
-result = cross_validate(splits, ["ranksvm", "rsvm-ir-qp", "listmle"], baseline="ranksvm",
-                        grids={"pairwise": {"lam": [1.0, 10.0]}, "listmle": {"C": [1.0, 10.0]}})
-print(markdown_table(result.summary[["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map"]]))
-print(markdown_table(result.sign_tests("ndcg@1", baseline="RankSVM").set_index("method"), floatfmt=".3g"))
+
+def main():
+    if not (FOLDER / "train.letor").exists():
+        print(f"skipped: {FOLDER} is absent")
+        return
+    train, test = cr.load_letor([FOLDER / "train.letor", FOLDER / "test.letor"])
+    print(f"train: {train}\ntest:  {test}")
+    splits = holdout_split(train, test, vali_fraction=0.2, random_state=0)
+    result = cross_validate(splits, ["ranksvm", "rsvm-ir-qp", "listmle"], baseline="ranksvm",
+                            grids={"pairwise": {"lam": [1.0, 10.0]}, "listmle": {"C": [1.0, 10.0]}})
+    print(markdown_table(result.summary[["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map"]]))
+    print(markdown_table(result.sign_tests("ndcg@1", baseline="RankSVM").set_index("method"), floatfmt=".3g"))
+
+
+if __name__ == "__main__":
+    main()
