@@ -1,0 +1,181 @@
+"""Run a solver comparison study: instances x sizes x formulations x solvers x tolerance profiles x
+cost settings. Every run is one row of OUT/results.csv (written as runs finish, so an interrupted
+study resumes where it stopped); each run has its own worker process and time limit, so a solver
+that hangs or crashes gives a 'timeout' or 'error' row. At the end OUT/report.md holds success
+rates, shifted geometric means of runtime, performance profiles, growth exponents, versions and
+the CPU, with figures in OUT/figures/.
+
+Instances: 'ohsumed' (generated like OHSUMED: 3 grades, 45 features, ~150 documents a query;
+size = queries), 'web' (5 grades, 136 features, ~100 documents a query; size = queries), 'ecml'
+(the ECML 2006 simulation; size s gives 10s/2s/s documents per grade), 'letor:PATH' (size = the
+first queries of the file; no --sizes for all). Native solvers (subgradient, gd, ...) run once
+per cell with formulation 'native'."""
+
+from __future__ import annotations
+
+from cvxrank.cli._common import parse_mu, parse_tau, split
+from cvxrank.exceptions import CvxrankError
+
+HELP = "compare solvers and formulations on a grid of instances and tolerance profiles"
+EPILOG = """examples:
+  cvxrank compare --instances ohsumed --sizes 1,2,4 --formulations primal,lifted,dual,hinge \\
+      --solvers clarabel,ecos,osqp,scs --profiles low,mid --out study --jobs 2 --timeout 60
+  cvxrank compare --instances ecml --sizes 5,10,20 --solvers clarabel,subgradient --out ecml-study
+  cvxrank compare --instances letor:train.txt --test-fraction 0.2 --solvers clarabel --out letor-study
+  cvxrank compare --instances ohsumed --sizes 1,2 --lams 0.1,1 --mu none,balanced --out costs-study
+  cvxrank compare ... --out study                # run again: finished rows are skipped (resume)
+  cvxrank compare ... --out study --overwrite    # another definition: replace the old results
+  cvxrank compare ... --scheduler tcp://10.0.0.5:8786   # on a Dask cluster (pip install 'cvxrank[dask]')
+"""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--instances", default="ohsumed", help="ohsumed, web, ecml, letor:PATH (default ohsumed)")
+    parser.add_argument("--sizes", default="1,2,4", help="size knobs (default 1,2,4; see above)")
+    parser.add_argument("--formulations", default="primal,lifted,dual,hinge",
+                        help="primal, lifted, dual, hinge, auto (default primal,lifted,dual,hinge)")
+    parser.add_argument("--solvers", help="names of cvxrank.available_solvers() (default: the installed ones of "
+                                          "clarabel,ecos,osqp,scs)")
+    parser.add_argument("--profiles", default="mid", help="low (1e-3), mid (1e-6), high (1e-9) (default mid)")
+    parser.add_argument("--lams", default="1", help="lambda values of (9)/SIGIR (default 1)")
+    parser.add_argument("--tau", metavar="H-L=V,...", help="tau per grade pair, e.g. 2-1=2,2-0=3,1-0=1 "
+                                                            "(default all 1)")
+    parser.add_argument("--mu", default="none", help="none and/or balanced, comma-separated (default none)")
+    parser.add_argument("--test-fraction", type=float, default=0.0, dest="test_fraction",
+                        help="held-out queries for the ndcg10 column, as a fraction of the size (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated instances (default 0)")
+    parser.add_argument("--reference", default="clarabel:auto:high",
+                        help="SOLVER:FORMULATION:PROFILE of the reference solutions (default clarabel:auto:high)")
+    parser.add_argument("--out", metavar="DIR", required=True, help="output folder (results.csv, report.md, ...)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time on this machine (default 1)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS "
+                                                               "(tcp://HOST:PORT)")
+    parser.add_argument("--connect-timeout", type=float, default=5.0, dest="connect_timeout",
+                        help="seconds to wait for the Dask scheduler (default 5)")
+    parser.add_argument("--overwrite", action="store_true", help="replace results of another study in --out")
+    parser.add_argument("--report", metavar="PATH", help="where the Markdown report goes (default OUT/report.md)")
+    parser.add_argument("--figures", metavar="DIR", help="where its figures go (default: figures/ next to it)")
+    parser.add_argument("--title", default="Solver comparison study", help="title of the report")
+    parser.add_argument("--compare-with", metavar="DIR", dest="compare_with",
+                        help="another run of the same study (e.g. on Dask): report where its table differs, "
+                             "times aside")
+    parser.add_argument("--no-report", action="store_true", dest="no_report", help="write no report")
+    parser.add_argument("--no-progress", action="store_true", dest="no_progress", help="no progress bar")
+
+
+def _numbers(text, what, kind=float):
+    try:
+        return [kind(v) for v in split(text)]
+    except ValueError:
+        raise CvxrankError(f"--{what} must be comma-separated numbers, got {text!r}") from None
+
+
+def study_from_args(args):
+    """The :class:`~cvxrank.study.Study` the options describe (names checked before anything runs)."""
+    from cvxrank.solvers import available_solvers
+    from cvxrank.study import CostSetting, Study, make_instances
+    from cvxrank.study.definition import check_names
+
+    solvers = split(args.solvers) or [s for s in ("clarabel", "ecos", "osqp", "scs") if s in available_solvers()]
+    formulations, solvers, profiles = check_names(split(args.formulations), solvers, split(args.profiles))
+    ref = args.reference.split(":")
+    if len(ref) != 3:
+        raise CvxrankError(f"--reference must be SOLVER:FORMULATION:PROFILE, got {args.reference!r}")
+    check_names([ref[1]], [ref[0]], [ref[2]])
+    specs = split(args.instances)
+    if not specs:
+        raise CvxrankError("--instances is empty")
+    only_letor = all(s.startswith("letor:") for s in specs)
+    sizes = None if (only_letor and args.sizes in (None, "", "all")) else _numbers(args.sizes, "sizes", int)
+    taus = parse_tau(args.tau)
+    if taus == "estimate":
+        raise CvxrankError("--tau estimate is not supported by compare; give H-L=V values")
+    mus = [parse_mu(m) for m in split(args.mu)] or [None]
+    costs = [CostSetting(lam=lam, tau=taus, mu=mu) for mu in mus for lam in _numbers(args.lams, "lams")]
+    instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
+    return Study(instances, formulations, solvers, profiles, costs, timeout=args.timeout, reference=tuple(ref))
+
+
+def command_line(args) -> str:
+    """The canonical command line of a study (quoted in its report)."""
+    parts = ["cvxrank compare", f"--instances {args.instances}", f"--sizes {args.sizes}",
+             f"--formulations {args.formulations}"]
+    if args.solvers:
+        parts.append(f"--solvers {args.solvers}")
+    parts += [f"--profiles {args.profiles}", f"--lams {args.lams}"]
+    if args.tau:
+        parts.append(f"--tau {args.tau}")
+    if args.mu != "none":
+        parts.append(f"--mu {args.mu}")
+    if args.test_fraction:
+        parts.append(f"--test-fraction {args.test_fraction:g}")
+    parts += [f"--out {args.out}", f"--jobs {args.jobs}", f"--timeout {args.timeout:g}"]
+    if args.scheduler:
+        parts.append(f"--scheduler {args.scheduler}")
+    for opt in ("report", "figures", "compare_with"):
+        if getattr(args, opt):
+            parts.append(f"--{opt.replace('_', '-')} {getattr(args, opt)}")
+    return " ".join(parts)
+
+
+def comparison(df, folder) -> str:
+    """Markdown: where the study table ``df`` differs from the one stored in ``folder``, times aside."""
+    import json
+    from pathlib import Path
+
+    from cvxrank.study import compare_tables, load_results
+
+    other = load_results(folder)
+    diff = compare_tables(df, other)
+    meta = Path(folder) / "study.json"
+    same_hash = meta.is_file() and json.loads(meta.read_text()).get("hash") == df.attrs.get("hash")
+    lines = [(f"The same study was run a second time into `{folder}` (study hash "
+              f"{'identical' if same_hash else 'DIFFERENT'}): {len(df)} rows here, {len(other)} there.")]
+    if diff.empty:
+        lines.append("The two tables are the same, times and memory aside: every run has the same status, found "
+                     "flag and iteration count, and the same objective, reference, errors, residuals and gaps "
+                     "(relative tolerance 1e-6).")
+    else:
+        runs = diff.drop_duplicates(["instance", "size", "cost", "formulation", "solver", "profile"])
+        lines.append(f"{len(runs)} of {len(df)} runs differ (times and memory aside):")
+        lines += ["", "| instance | size | formulation | solver | profile | column | here | there |",
+                  "|---|---:|---|---|---|---|---|---|"]
+        lines += [f"| {r.instance} | {r.size} | {r.formulation} | {r.solver} | {r.profile} | {r.column} | {r.a} | "
+                  f"{r.b} |" for r in diff.itertuples()]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    import os
+
+    from cvxrank.study import (
+        run_study,
+        shifted_geometric_means,
+        success_rates,
+        write_report,
+    )
+
+    study = study_from_args(args)
+    print(f"study {study.hash}: {len(study.instances)} instances, {study.n_runs} runs "
+          f"(+ references), {args.timeout:g} s per run, output {args.out}")
+    df = run_study(study, args.out, jobs=args.jobs, scheduler=args.scheduler, overwrite=args.overwrite,
+                   progress=not args.no_progress, connect_timeout=args.connect_timeout)
+    a = df.attrs
+    print(f"{a['ran']} runs done now, {a['skipped']} found in {args.out}; statuses: "
+          + ", ".join(f"{k} {v}" for k, v in df["status"].value_counts().items()))
+    print("\nsuccess rate (% found):")
+    print(success_rates(df).round(0).to_string())
+    print("\nshifted geometric mean of wall time relative to the best (shift 10 s):")
+    print(shifted_geometric_means(df, time_limit=study.timeout).round(2).to_string())
+    sections = []
+    if args.compare_with:
+        text = comparison(df, args.compare_with)
+        print("\n" + text.split("\n")[0] + "\n" + text.split("\n")[1])
+        sections.append(("Same table on another run", text))
+    if not args.no_report:
+        path = args.report or os.path.join(args.out, "report.md")
+        write_report(df, path, time_limit=study.timeout, title=args.title, figures_dir=args.figures, study=study,
+                     command=command_line(args), sections=sections)
+        print(f"\nwrote {path}")
+    return 0

@@ -1,0 +1,242 @@
+"""What a study is: the grid, its validation, its fixed columns and its hash.
+
+A :class:`Study` is instances x formulations x solvers x profiles x cost
+settings. CVXPY solvers run on every formulation asked for; native solvers
+(:data:`cvxrank.solvers.NATIVE_SOLVERS`) read only the pairs and costs, so
+they run once per cell with formulation ``"native"``. Every run becomes one
+row with the columns :data:`COLUMNS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from cvxrank.costs import check_lam
+from cvxrank.exceptions import ValidationError
+from cvxrank.formulations import FORMULATIONS
+from cvxrank.solvers import NATIVE_SOLVERS, available_solvers
+from cvxrank.study.instances import Instance
+from cvxrank.study.profiles import PROFILES, Profile, get_profile
+
+__all__ = ["COLUMNS", "KEY", "STUDY_FORMULATIONS", "CostSetting", "Study", "check_names"]
+
+#: Formulation names of a study: the CVXPY ones, ``auto`` and ``native`` (native solvers).
+STUDY_FORMULATIONS = FORMULATIONS + ("auto", "native")
+
+#: The fixed long-format columns, in order.
+COLUMNS = (
+    "instance", "size", "documents", "pairs", "features", "cost", "formulation", "solver", "profile",
+    "status", "found", "setup_time", "solve_time", "wall_time", "iterations", "objective",
+    "reference_objective", "objective_error", "w_error", "primal_residual", "dual_residual", "duality_gap",
+    "relative_gap", "ndcg10", "peak_memory", "lam", "tol", "resolved_formulation", "solver_status",
+    "solver_version", "message",
+)
+
+#: Columns that identify a run (a resumed study skips rows with a key already stored).
+KEY = ("instance", "size", "cost", "formulation", "solver", "profile")
+
+
+def size_text(size) -> str:
+    """A size knob as key text: ``3``, ``3.0`` and ``"3"`` are ``"3"``; None and NaN are ``""``."""
+    if size is None or size == "" or (isinstance(size, float) and math.isnan(size)):
+        return ""
+    return str(int(float(size)))
+
+
+def _plain(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+@dataclass(frozen=True)
+class CostSetting:
+    """Costs of the weighted hinge problem (9)/SIGIR: ``λ``, ``τ`` per grade pair, ``μ`` per query.
+
+    Attributes
+    ----------
+    lam : float, default 1.0
+    tau : mapping or None
+        ``{(higher, lower): τ}`` for every grade pair of the instances, or None (all ones).
+    mu : None, "balanced" or mapping
+    name : str, optional
+        The ``cost`` column; default built from the values, e.g. ``"lam=1"``.
+    """
+
+    lam: float = 1.0
+    tau: object = None
+    mu: object = None
+    name: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "lam", check_lam(self.lam))
+        if self.tau is not None and not hasattr(self.tau, "items"):
+            raise ValidationError(f"tau of a cost setting must be None or a mapping, got {type(self.tau).__name__}")
+        if not (self.mu is None or self.mu == "balanced" or hasattr(self.mu, "items")):
+            raise ValidationError(f"mu of a cost setting must be None, 'balanced' or a mapping, got {self.mu!r}")
+        if self.name is None:
+            parts = [f"lam={self.lam:g}"]
+            if self.tau is not None:
+                parts.append("tau=" + "/".join(f"{_plain(h)}-{_plain(lo)}:{v:g}"
+                                               for (h, lo), v in sorted(self.tau.items())))
+            if self.mu is not None:
+                parts.append(f"mu={self.mu if isinstance(self.mu, str) else 'given'}")
+            object.__setattr__(self, "name", " ".join(parts))
+        if "," in self.name:
+            raise ValidationError(f"cost setting name must not contain commas, got {self.name!r}")
+
+    def describe(self) -> dict:
+        tau = None if self.tau is None else sorted([_plain(h), _plain(lo), float(v)] for (h, lo), v in self.tau.items())
+        mu = self.mu if self.mu is None or isinstance(self.mu, str) else sorted(
+            [str(_plain(k)), float(v)] for k, v in self.mu.items())
+        return {"name": self.name, "lam": self.lam, "tau": tau, "mu": mu}
+
+
+def check_names(formulations, solvers, profiles) -> tuple[list, list, list]:
+    """Validate the names of a grid; unknown names raise with the valid ones listed.
+
+    Examples
+    --------
+    >>> check_names(["lifted"], ["Clarabel"], ["mid"])
+    (['lifted'], ['clarabel'], ['mid'])
+    """
+    formulations = [str(f).lower() for f in formulations]
+    solvers = [str(s).lower() for s in solvers]
+    bad = [f for f in formulations if f not in STUDY_FORMULATIONS]
+    if bad:
+        raise ValidationError(f"unknown formulation(s) {', '.join(bad)}; valid: {', '.join(STUDY_FORMULATIONS)}")
+    installed = available_solvers()
+    bad = [s for s in solvers if s not in installed]
+    if bad:
+        raise ValidationError(f"unknown or uninstalled solver(s) {', '.join(bad)}; valid: {', '.join(installed)}")
+    names = []
+    for p in profiles:
+        if not isinstance(p, Profile) and p not in PROFILES:
+            raise ValidationError(f"unknown profile {p!r}; valid: {', '.join(PROFILES)}")
+        names.append(get_profile(p).name)
+    for what, seq in (("formulations", formulations), ("solvers", solvers), ("profiles", names)):
+        if not seq:
+            raise ValidationError(f"a study needs at least one of {what}")
+        if len(set(seq)) != len(seq):
+            raise ValidationError(f"{what} has duplicates: {seq}")
+    return formulations, solvers, names
+
+
+@dataclass(frozen=True, eq=False)
+class Study:
+    """A solver comparison study: the grid and how each run is judged.
+
+    Parameters
+    ----------
+    instances : sequence of Instance
+    formulations : sequence of str
+        From ``primal``, ``lifted``, ``dual``, ``hinge``, ``auto`` (and
+        ``native``, which native solvers get anyway).
+    solvers : sequence of str
+        Names of :func:`cvxrank.available_solvers`.
+    profiles : sequence of str or Profile, default ("mid",)
+    costs : sequence of CostSetting, default (CostSetting(),)
+    timeout : float, default 60
+        Seconds each run may take (build, compile, solve, certificate);
+        beyond it the run is killed and recorded with status ``"timeout"``.
+    reference : (solver, formulation, profile), default ("clarabel", "auto", "high")
+        How each instance's reference solution is computed; its certified
+        gap is stored with it.
+    reference_timeout : float, optional
+        Time limit of a reference solve (default ``5 x timeout``).
+    solver_options : dict, optional
+        ``{solver: {option: value}}`` added to every run of that solver
+        (after the profile's tolerances, so they can override them).
+    warm_start : bool, default False
+        Warm-start each cost setting from the previous one of the same
+        (instance, formulation, solver, profile). The problem is compiled
+        once per such group either way (DPP, :class:`cvxrank.path.PathSolver`).
+    threads : int, default 1
+        BLAS threads of each run (threadpoolctl), so parallel runs do not
+        oversubscribe the cores and timings stay comparable.
+    """
+
+    instances: tuple
+    formulations: tuple
+    solvers: tuple
+    profiles: tuple = ("mid",)
+    costs: tuple = (CostSetting(),)
+    timeout: float = 60.0
+    reference: tuple = ("clarabel", "auto", "high")
+    reference_timeout: float | None = None
+    solver_options: dict = field(default_factory=dict)
+    warm_start: bool = False
+    threads: int = 1
+
+    def __post_init__(self):
+        instances = tuple(self.instances)
+        if not instances or not all(isinstance(i, Instance) for i in instances):
+            raise ValidationError("instances must be a non-empty sequence of cvxrank.study.Instance")
+        keys = [(i.name, i.size) for i in instances]
+        if len(set(keys)) != len(keys):
+            raise ValidationError(f"two instances have the same (name, size): {keys}")
+        formulations, solvers, profiles = check_names(self.formulations, self.solvers, self.profiles)
+        profiles = tuple(get_profile(p) for p in self.profiles)
+        costs = tuple(self.costs)
+        if not costs or not all(isinstance(c, CostSetting) for c in costs):
+            raise ValidationError("costs must be a non-empty sequence of CostSetting")
+        if len({c.name for c in costs}) != len(costs):
+            raise ValidationError(f"cost settings need distinct names: {[c.name for c in costs]}")
+        for name, value in (("timeout", self.timeout), ("reference_timeout", self.reference_timeout)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ValidationError(f"{name} must be a positive number of seconds, got {value!r}")
+        ref = tuple(self.reference)
+        if len(ref) != 3:
+            raise ValidationError(f"reference must be (solver, formulation, profile), got {self.reference!r}")
+        check_names([ref[1]], [ref[0]], [ref[2]])
+        options = dict(self.solver_options or {})
+        unknown = [s for s in options if s not in solvers and s != ref[0]]
+        if unknown:
+            raise ValidationError(f"solver_options for solvers not in the study: {unknown}")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
+            raise ValidationError(f"threads must be a positive integer, got {self.threads!r}")
+        for name, value in (("instances", instances), ("formulations", tuple(formulations)),
+                            ("solvers", tuple(solvers)), ("profiles", profiles), ("costs", costs),
+                            ("reference", (ref[0].lower(), ref[1], get_profile(ref[2]))),
+                            ("reference_timeout", float(self.reference_timeout or 5 * self.timeout)),
+                            ("timeout", float(self.timeout)), ("solver_options", options)):
+            object.__setattr__(self, name, value)
+
+    def cells(self, instance: Instance) -> list[tuple[str, str, Profile]]:
+        """The (formulation, solver, profile) runs of one instance (each over all cost settings)."""
+        out = []
+        for solver in self.solvers:
+            forms = ["native"] if solver in NATIVE_SOLVERS else [f for f in self.formulations if f != "native"]
+            for form in forms:
+                out.extend((form, solver, p) for p in self.profiles)
+        return out
+
+    @property
+    def n_runs(self) -> int:
+        """Rows the study produces."""
+        return sum(len(self.cells(i)) for i in self.instances) * len(self.costs)
+
+    def definition(self) -> dict:
+        """Everything that determines the rows, as JSON-able data (the hash covers it)."""
+        return {
+            "instances": [i.describe() for i in self.instances],
+            "formulations": list(self.formulations),
+            "solvers": list(self.solvers),
+            "profiles": [[p.name, p.tol, p.max_primal_residual, p.max_dual_residual] for p in self.profiles],
+            "costs": [c.describe() for c in self.costs],
+            "timeout": self.timeout,
+            "reference": [self.reference[0], self.reference[1], self.reference[2].name],
+            "reference_timeout": self.reference_timeout,
+            "solver_options": {s: {k: repr(v) for k, v in sorted(o.items())}
+                               for s, o in sorted(self.solver_options.items())},
+            "warm_start": self.warm_start,
+            "threads": self.threads,
+        }
+
+    @cached_property
+    def hash(self) -> str:
+        """SHA-256 of :meth:`definition` (first 16 hex digits)."""
+        text = json.dumps(self.definition(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]

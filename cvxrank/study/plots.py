@@ -1,0 +1,84 @@
+"""Figures of a study. Each function draws on a given ``ax`` from tables it is given; it computes nothing.
+
+The tables come from :mod:`cvxrank.study.summary`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["method_label", "plot_performance_profile", "plot_scaling"]
+
+
+def method_label(formulation: str, solver: str) -> str:
+    """``"solver/formulation"``, the label of a method in legends."""
+    return f"{solver}/{formulation}"
+
+
+def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | None = None):
+    """Step curves ``ρ(τ)`` of :func:`~cvxrank.study.summary.performance_profiles` for one profile.
+
+    Parameters
+    ----------
+    profiles : DataFrame
+        Columns ``profile``, ``formulation``, ``solver``, ``tau``, ``fraction``.
+    ax : matplotlib Axes
+    profile : str
+    tau_max : float, optional
+        Right end of the ``τ`` axis (default: just past the largest finite ratio).
+    """
+    sub = profiles[profiles["profile"] == profile]
+    finite = sub["tau"][np.isfinite(sub["tau"])]
+    right = tau_max or max(2.0, 1.2 * float(finite.max()) if len(finite) else 2.0)
+    for (form, solver), curve in sub.groupby(["formulation", "solver"], sort=True):
+        curve = curve[np.isfinite(curve["tau"])].sort_values("tau")
+        taus = np.concatenate([[1.0], curve["tau"].to_numpy(), [right]])
+        fracs = np.concatenate([[0.0], curve["fraction"].to_numpy(), [curve["fraction"].max() if len(curve) else 0]])
+        ax.step(taus, fracs, where="post", label=method_label(form, solver))
+    ax.set_xscale("log")
+    ax.set_xlim(1.0, right)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("τ (time ratio to the fastest method)")
+    ax.set_ylabel("share of problems found within τ")
+    ax.set_title(f"performance profile, profile {profile}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=2)
+    return ax
+
+
+def plot_scaling(df, growth, ax, *, profile: str, instance: str, y: str = "wall_time", x: str = "pairs"):
+    """``y`` against ``x`` on log-log axes, with the fitted power laws of ``growth``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Study rows to plot (found rows are drawn; others are left out).
+    growth : DataFrame
+        From :func:`~cvxrank.study.summary.growth_exponents` (its
+        ``time_*`` columns are used for ``y="wall_time"``, ``memory_*`` for
+        ``y="peak_memory"``).
+    ax : matplotlib Axes
+    profile, instance : str
+    y : {"wall_time", "peak_memory"}
+    x : str, default "pairs"
+    """
+    kind = "memory" if y == "peak_memory" else "time"
+    sub = df[(df["profile"] == profile) & (df["instance"] == instance) & df["found"].astype(bool)]
+    fits = growth[(growth["profile"] == profile) & (growth["instance"] == instance)]
+    for (form, solver), pts in sub.groupby(["formulation", "solver"], sort=True):
+        pts = pts[(pts[y] > 0) & (pts[x] > 0)]
+        if pts.empty:
+            continue
+        line = ax.loglog(pts[x], pts[y], "o", ms=4, label=method_label(form, solver))[0]
+        fit = fits[(fits["formulation"] == form) & (fits["solver"] == solver)]
+        if len(fit) and np.isfinite(fit[f"{kind}_exponent"].iloc[0]):
+            b, a = fit[f"{kind}_exponent"].iloc[0], fit[f"{kind}_intercept"].iloc[0]
+            xs = np.geomspace(pts[x].min(), pts[x].max(), 20)
+            ax.loglog(xs, np.exp(a) * xs ** b, "-", color=line.get_color(), lw=1)
+            line.set_label(f"{method_label(form, solver)} (b={b:.2f})")
+    ax.set_xlabel(x)
+    ax.set_ylabel("wall time (s)" if kind == "time" else "peak memory (MiB above baseline)")
+    ax.set_title(f"{instance}: {kind} vs {x}, profile {profile}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=2)
+    return ax

@@ -1,0 +1,204 @@
+"""What runs inside a study's worker process: load an instance, solve a group of runs, make rows.
+
+A :class:`Task` is one (instance, formulation, solver, profile) with all the
+study's cost settings: the problem is built and compiled once and re-solved
+per cost setting through its parameters (:class:`cvxrank.path.PathSolver`).
+The worker sends messages to its parent over a connection: ``("loaded",
+sizes)`` once the data are made, ``("row", row)`` after each run, and
+``("error", message)`` if the instance cannot be loaded. The parent
+(:mod:`cvxrank.study._isolate`) enforces the time limits.
+
+Run as ``python -m cvxrank.study.worker FD_IN FD_OUT`` it reads one task from
+file descriptor ``FD_IN`` and writes its messages to ``FD_OUT`` (the
+isolation used where :mod:`multiprocessing` cannot start children, such as
+inside Dask's daemonic workers).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import sys
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from cvxrank.costs import pair_weights
+from cvxrank.exceptions import InaccurateSolutionWarning
+from cvxrank.metrics import ndcg_score
+from cvxrank.objectives import hinge_objective
+from cvxrank.pairs import make_pairs
+from cvxrank.path import PathSolver
+from cvxrank.study.instances import Instance
+from cvxrank.study.profiles import Profile, passes, solver_options
+
+__all__ = ["Task", "child_main", "execute", "one_line", "skeleton_row"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One group of runs: an instance, a formulation, a solver, a profile and the cost settings.
+
+    ``kind`` is ``"run"`` or ``"reference"`` (the instance's reference solve).
+    """
+
+    kind: str
+    instance: Instance
+    formulation: str
+    solver: str
+    profile: Profile
+    costs: tuple
+    options: dict
+    warm_start: bool = False
+    threads: int = 1
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """A message squeezed onto one line (CSV rows stay one line each)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def skeleton_row(task: Task, cost, sizes: dict | None, status: str, message: str = "") -> dict:
+    """The row of a run that produced no solution (``timeout``, ``error``)."""
+    sizes = sizes or {}
+    nan = math.nan
+    return {
+        "instance": task.instance.name, "size": task.instance.size, "documents": sizes.get("documents", nan),
+        "pairs": sizes.get("pairs", nan), "features": sizes.get("features", nan), "cost": cost.name,
+        "formulation": task.formulation, "solver": task.solver, "profile": task.profile.name, "status": status,
+        "found": False, "setup_time": nan, "solve_time": nan, "wall_time": nan, "iterations": nan,
+        "objective": nan, "reference_objective": nan, "objective_error": nan, "w_error": nan,
+        "primal_residual": nan, "dual_residual": nan, "duality_gap": nan, "relative_gap": nan, "ndcg10": nan,
+        "peak_memory": nan, "lam": cost.lam, "tol": task.profile.tol, "resolved_formulation": "",
+        "solver_status": "", "solver_version": "", "message": one_line(message),
+    }
+
+
+# -- memory -----------------------------------------------------------------
+def _status_mib(field: str) -> float | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak() -> float:
+    """Reset the peak-RSS mark where Linux allows it; return the current RSS in MiB."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+    rss = _status_mib("VmRSS")
+    return rss if rss is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _peak() -> float:
+    hwm = _status_mib("VmHWM")
+    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# -- running ------------------------------------------------------------------
+def _run_one(path: PathSolver, pairs, test, cost, task: Task, sizes: dict) -> dict:
+    first = path.formulation is None
+    try:
+        weights = pair_weights(pairs, tau=cost.tau, mu=cost.mu)
+        base = _reset_peak()
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InaccurateSolutionWarning)
+            res = path.solve(weights=weights, lam=cost.lam)
+        wall = time.perf_counter() - start
+        peak = max(_peak() - base, 0.0)
+    except Exception as exc:  # noqa: BLE001 - a failed run is a row, not a dead study
+        return skeleton_row(task, cost, sizes, "error", f"{type(exc).__name__}: {exc}")
+    objective = hinge_objective(pairs, res.w, weights, cost.lam)
+    row = skeleton_row(task, cost, sizes, res.status)
+    row.update(
+        found=passes(task.profile, status=res.status, relative_gap=res.relative_gap,
+                     primal_residual=res.primal_residual, dual_residual=res.dual_residual),
+        setup_time=res.setup_time + (path.build_time if first else 0.0), solve_time=res.solve_time,
+        wall_time=wall, iterations=np.nan if res.iterations is None else int(res.iterations), objective=objective,
+        primal_residual=res.primal_residual, dual_residual=res.dual_residual,
+        duality_gap=res.relative_gap * objective, relative_gap=res.relative_gap, peak_memory=peak,
+        resolved_formulation=path.formulation.name, solver_status=str(res.solver_status),
+        solver_version=str(res.solver_version),
+    )
+    if test is not None:
+        row["ndcg10"] = float(ndcg_score(test.y, np.asarray(test.X @ res.w).ravel(), test.qid, k=10))
+    row["_w"] = [float(v) for v in res.w]
+    return row
+
+
+def execute(task: Task, send) -> None:
+    """Load the task's instance and run its cost settings, sending each row through ``send``."""
+    if task.threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(task.threads)
+    try:
+        train, test = task.instance.load()
+        pairs = make_pairs(train)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as the group's rows
+        send(("error", one_line(f"loading instance {task.instance.name!r} failed: {type(exc).__name__}: {exc}")))
+        return
+    sizes = {"documents": train.n_documents, "pairs": pairs.n_pairs, "features": train.n_features}
+    send(("loaded", sizes))
+    options = {**solver_options(task.solver, task.profile), **task.options}
+    tol = options.pop("tol")
+    try:
+        path = PathSolver(pairs, formulation=task.formulation, solver=task.solver, tol=tol,
+                          warm_start=task.warm_start, **options)
+    except Exception as exc:  # noqa: BLE001 - reported as error rows
+        for cost in task.costs:
+            send(("row", skeleton_row(task, cost, sizes, "error", f"{type(exc).__name__}: {exc}")))
+        return
+    for cost in task.costs:
+        send(("row", _run_one(path, pairs, test, cost, task, sizes)))
+
+
+def child_main(conn, task: Task) -> None:
+    """Entry point of a worker process: run ``task``, report through ``conn``, never raise."""
+    try:
+        execute(task, conn.send)
+    except BaseException as exc:  # noqa: BLE001 - report anything, the parent decides
+        try:
+            conn.send(("error", one_line(f"{type(exc).__name__}: {exc} | "
+                                         + traceback.format_exc(limit=3))))
+        except Exception:  # noqa: BLE001, S110 - the parent sees the closed pipe and the exit status
+            pass
+    finally:
+        conn.close()
+
+
+def _main(argv) -> int:
+    """``python -m cvxrank.study.worker FD_IN FD_OUT``: the parent sends its ``sys.path``, then the task."""
+    from multiprocessing.connection import Connection
+
+    fd_in, fd_out = int(argv[0]), int(argv[1])
+    outbox = Connection(fd_out, readable=False)
+    # Keep solver chatter off the message pipe's neighbours: stdout goes to stderr.
+    os.dup2(2, 1)
+    with Connection(fd_in, writable=False) as inbox:
+        try:
+            sys.path[:] = inbox.recv()
+            task = inbox.recv()
+        except Exception as exc:  # noqa: BLE001 - e.g. a loader the worker cannot import
+            outbox.send(("error", one_line(f"the worker could not read its task: {type(exc).__name__}: {exc}")))
+            outbox.close()
+            return 1
+    child_main(outbox, task)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

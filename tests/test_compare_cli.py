@@ -1,0 +1,72 @@
+"""cvxrank compare: a small study from the command line, resume, refusals, bad names, unreachable scheduler."""
+
+import socket
+import time
+
+import pandas as pd
+import pytest
+
+from cvxrank.cli import main
+from cvxrank.study import COLUMNS
+
+BASE = ["compare", "--instances", "ecml", "--sizes", "2,4", "--formulations", "lifted,dual", "--solvers",
+        "clarabel,subgradient", "--profiles", "low,mid", "--no-progress"]
+
+
+def test_compare_runs_a_study_writes_the_report_and_resumes(tmp_path, capsys):
+    out = tmp_path / "study"
+    assert main(BASE + ["--out", str(out), "--jobs", "2", "--timeout", "60"]) == 0
+    text = capsys.readouterr().out
+    assert "12 runs done now, 0 found" in text and "success rate" in text
+    df = pd.read_csv(out / "results.csv")
+    assert tuple(df.columns) == COLUMNS and len(df) == 2 * (2 + 1) * 2
+    assert (df["status"] == "optimal").all()
+    assert sorted(df["pairs"].unique()) == [32 * 4, 32 * 16]  # ECML sizes s = 2, 4: 32 s^2 pairs
+    report = (out / "report.md").read_text()
+    assert "cvxrank compare --instances ecml --sizes 2,4" in report and "## Success rate" in report
+    assert (out / "figures" / "performance-profile-low.png").is_file()
+    assert (out / "figures" / "scaling-ecml-mid.png").is_file()
+    # the same command again: nothing to run
+    assert main(BASE + ["--out", str(out), "--no-report"]) == 0
+    assert "0 runs done now, 12 found" in capsys.readouterr().out
+    # a second run one job at a time gives the same table, and the report says so
+    other = tmp_path / "again"
+    assert main(BASE + ["--out", str(other), "--compare-with", str(out)]) == 0
+    assert "The two tables are the same" in (other / "report.md").read_text()
+
+
+@pytest.mark.parametrize("option, value, valid", [
+    ("--solvers", "clarabel,gurobbi", "valid: clarabel, "),
+    ("--formulations", "lifted,primall", "primal, lifted, dual, hinge, auto, native"),
+    ("--profiles", "mid,extreme", "low, mid, high"),
+])
+def test_unknown_names_are_refused_before_anything_runs(tmp_path, capsys, option, value, valid):
+    args = BASE + ["--out", str(tmp_path / "never")]
+    args[args.index(option) + 1] = value
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "error: unknown" in err and valid in err and value.split(",")[1] in err
+    assert not (tmp_path / "never").exists()
+
+
+def test_another_study_in_the_same_folder_needs_overwrite(tmp_path, capsys):
+    out = str(tmp_path / "s")
+    small = ["compare", "--instances", "ecml", "--sizes", "2", "--formulations", "lifted", "--solvers", "clarabel",
+             "--profiles", "low", "--no-progress", "--no-report", "--out", out]
+    assert main(small) == 0
+    other = [a if a != "low" else "mid" for a in small]
+    assert main(other) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(other + ["--overwrite"]) == 0
+    assert pd.read_csv(tmp_path / "s" / "results.csv")["profile"].tolist() == ["mid"]
+
+
+def test_an_unreachable_scheduler_is_an_error_within_seconds(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.perf_counter()
+    assert main(BASE + ["--out", str(tmp_path / "x"), "--scheduler", f"tcp://127.0.0.1:{port}",
+                       "--connect-timeout", "2"]) == 2
+    assert time.perf_counter() - start < 10
+    assert "cannot reach the Dask scheduler" in capsys.readouterr().err

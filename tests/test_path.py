@@ -1,0 +1,102 @@
+"""Parameter grids re-solved through CVXPY Parameters (DPP): same answers as fresh builds, no recompilation."""
+
+import numpy as np
+import pytest
+
+from cvxrank.costs import pair_weights, theorem1_C
+from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import ValidationError
+from cvxrank.formulations import build, build_hinge
+from cvxrank.pairs import make_pairs
+from cvxrank.path import PathSolver, parameter_formulation, solve_path
+from cvxrank.solvers import solve
+
+LAMS = [2.0, 0.5, 0.1]
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return make_pairs(make_ranking(n_queries=5, docs_per_query=(5, 9), n_features=4, random_state=3))
+
+
+def fresh(pairs, formulation, lam, weights=None, solver="clarabel", **options):
+    weights = np.ones(pairs.n_pairs) if weights is None else weights
+    if formulation == "hinge":
+        form = build_hinge(pairs, weights, lam)
+    else:
+        form = build(pairs, theorem1_C(weights, lam), formulation=formulation)
+    return solve(form, solver, **options)
+
+
+@pytest.mark.parametrize("formulation", ["primal", "lifted", "dual", "hinge"])
+def test_each_resolve_equals_a_fresh_build_and_nothing_is_recompiled(pairs, formulation):
+    path = PathSolver(pairs, formulation=formulation, solver="clarabel", tol=1e-8)
+    compiled, results = [], []
+    for lam in LAMS:
+        results.append(path.solve(weights=1.0, lam=lam))
+        compiled.append(path.compiled)
+        problem = path.formulation.problem
+    assert compiled[0] is not None and all(c is compiled[0] for c in compiled)  # one compilation, reused
+    assert problem._cache.param_prog is compiled[0] and path.n_solves == 3
+    for lam, got in zip(LAMS, results):
+        ref = fresh(pairs, formulation, lam, tol=1e-8)
+        assert got.status == "optimal"
+        assert np.linalg.norm(got.w - ref.w) <= 1e-5 * np.linalg.norm(ref.w)
+        assert got.qp_objective == pytest.approx(ref.qp_objective, rel=1e-7)
+    # the path moves: a smaller lambda fits harder (larger C, larger ||w||)
+    norms = [np.linalg.norm(r.w) for r in results]
+    assert norms[0] < norms[1] < norms[2]
+
+
+def test_solve_path_over_tau_and_mu_matches_fresh_solves(pairs):
+    taus = [None, {t: float(i + 1) for i, t in enumerate(pairs.types)}]
+    path = solve_path(pairs, lams=[1.0, 0.2], taus=taus, mus=[None, "balanced"], formulation="lifted")
+    assert len(path) == 8 and len(path.points) == 8
+    assert [p["lam"] for p in path.points[:2]] == [1.0, 0.2]  # lambda varies fastest
+    frame = path.to_frame()
+    assert list(frame.columns[:3]) == ["lam", "tau", "mu"] and (frame["status"] == "optimal").all()
+    for point, got in zip(path.points, path):
+        w = pair_weights(pairs, tau=point["tau"], mu=point["mu"])
+        ref = fresh(pairs, "lifted", point["lam"], w)
+        assert np.allclose(got.w, ref.w, rtol=1e-5, atol=1e-7)
+    assert path.coefs.shape == (8, pairs.n_features)
+
+
+def test_a_C_grid_and_warm_started_osqp_give_the_fresh_answers(pairs):
+    Cs = [0.5, np.linspace(0.1, 1.0, pairs.n_pairs)]
+    path = solve_path(pairs, Cs=Cs, formulation="primal", solver="osqp", warm_start=True)
+    for C, got in zip(Cs, path):
+        ref = solve(build(pairs, np.broadcast_to(C, pairs.n_pairs).copy(), formulation="primal"), "clarabel")
+        assert got.status == "optimal" and got.qp_objective == pytest.approx(ref.qp_objective, rel=1e-6)
+    hinge = solve_path(pairs, Cs=Cs, formulation="hinge")  # hinge form with weights = C, lambda = 1/2
+    assert [r.qp_objective for r in hinge] == pytest.approx([r.qp_objective for r in path], rel=1e-6)
+
+
+def test_native_solvers_run_on_parameters_only(pairs):
+    form = parameter_formulation(pairs, 1.0, 0.5)
+    assert form.problem is None and form.name == "native" and form.C() == pytest.approx(np.ones(pairs.n_pairs))
+    path = solve_path(pairs, lams=LAMS, formulation="native", solver="subgradient")
+    assert path.formulation.problem is None
+    for lam, got in zip(LAMS, path):
+        ref = fresh(pairs, "dual", lam)
+        assert got.status == "optimal" and got.qp_objective == pytest.approx(ref.qp_objective, rel=1e-5)
+
+
+def test_auto_resolves_to_a_named_formulation(pairs):
+    path = solve_path(pairs, lams=[1.0], formulation="auto")
+    assert path.formulation.name in ("primal", "lifted")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"lams": [1.0], "Cs": [1.0]}, "excludes"),
+    ({}, "give lams"),
+    ({"lams": []}, "empty"),
+    ({"lams": [-1.0]}, "positive"),
+    ({"lams": [1.0], "weights": 1.0, "mus": ["balanced"]}, "not both"),
+    ({"lams": [1.0], "formulation": "lifed"}, "primal, lifted, dual, hinge, auto, native"),
+    ({"lams": [1.0], "solver": "nope"}, "installed"),
+    ({"lams": [1.0], "formulation": "native", "solver": "clarabel"}, "native solvers"),
+])
+def test_bad_grids_are_refused(pairs, kwargs, match):
+    with pytest.raises(ValidationError, match=match):
+        solve_path(pairs, **kwargs)

@@ -1,0 +1,298 @@
+"""Solver comparison studies: instances, profiles, the runner (timeouts, crashes, resume), summaries, report."""
+
+import math
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cvxrank.costs import pair_weights
+from cvxrank.data import RankingData, save_letor
+from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import ValidationError
+from cvxrank.formulations import build
+from cvxrank.objectives import hinge_objective
+from cvxrank.pairs import make_pairs
+from cvxrank.solvers import solve
+from cvxrank.study import (
+    COLUMNS,
+    CostSetting,
+    Instance,
+    Study,
+    StudyMismatchError,
+    compare_tables,
+    growth_exponents,
+    load_results,
+    make_instances,
+    performance_profiles,
+    run_study,
+    shifted_geometric_mean,
+    shifted_geometric_means,
+    solver_options,
+    success_rates,
+    write_report,
+)
+from cvxrank.study._isolate import run_isolated
+from cvxrank.study.profiles import PROFILES, TOLERANCE_OPTIONS, passes
+from cvxrank.study.worker import Task
+
+
+def tiny(seed=0, n_queries=4):
+    return make_ranking(n_queries=n_queries, docs_per_query=(5, 8), n_features=3, random_state=seed)
+
+
+def crashing_loader(size, seed):
+    """A loader whose worker process dies (as a segfaulting solver would)."""
+    os._exit(3)
+
+
+def tiny_loader(size, seed):
+    return tiny(seed, size)
+
+
+# -- profiles and instances ----------------------------------------------------------------
+def test_profiles_translate_tolerance_into_each_solvers_names():
+    assert [PROFILES[p].tol for p in ("low", "mid", "high")] == [1e-3, 1e-6, 1e-9]
+    assert solver_options("ecos", "high") == {"tol": 1e-9, "abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9}
+    assert solver_options("osqp", "low") == {"tol": 1e-3, "eps_abs": 1e-3, "eps_rel": 1e-3}
+    assert solver_options("scs", "mid") == {"tol": 1e-6, "eps_abs": 1e-6, "eps_rel": 1e-6}
+    assert solver_options("clarabel", "mid") == {"tol": 1e-6, "tol_gap_abs": 1e-6, "tol_gap_rel": 1e-6,
+                                                 "tol_feas": 1e-6}
+    assert solver_options("some_native_solver", "mid") == {"tol": 1e-6}
+    assert set(TOLERANCE_OPTIONS) >= {"clarabel", "ecos", "osqp", "scs"}
+    assert passes("mid", status="optimal", relative_gap=1e-7)
+    assert not passes("mid", status="optimal_inaccurate", relative_gap=1e-7)
+    assert not passes("high", status="optimal", relative_gap=1e-7)
+    with pytest.raises(ValidationError, match="low, mid, high"):
+        solver_options("clarabel", "ultra")
+
+
+def test_generated_instances_scale_with_size_and_split_queries():
+    a, b = Instance.generated("ohsumed", 1, test_fraction=0.5), Instance.generated("ohsumed", 2)
+    (ta, sa), (tb, sb) = a.load(), b.load()
+    assert (ta.n_queries, sa.n_queries, tb.n_queries, sb) == (1, 1, 2, None)
+    assert ta.n_features == 45 and set(ta.y.tolist()) == {0, 1, 2}
+    assert not set(ta.qid.tolist()) & set(sa.qid.tolist())
+    e, _ = Instance.generated("ecml", 3).load()
+    assert e.n_documents == 39 and make_pairs(e).n_pairs == 32 * 9  # (10s, 2s, s) documents, 32 s^2 pairs
+    assert [(i.name, i.size) for i in make_instances(["web", "ecml"], [1, 2])] == [
+        ("web", 1), ("web", 2), ("ecml", 1), ("ecml", 2)]
+    with pytest.raises(ValidationError, match="ohsumed, web, ecml, letor:PATH"):
+        make_instances(["ohsumd"], [1])
+    with pytest.raises(ValidationError, match="positive integer"):
+        Instance.generated("web", 0)
+
+
+def test_letor_instance_takes_the_first_queries_and_the_next_as_test(tmp_path):
+    data = tiny(1, n_queries=6)
+    path = tmp_path / "train.txt"
+    save_letor(data, path)
+    train, test = Instance.letor(path, size=3, test_fraction=0.4).load()
+    order = list(dict.fromkeys(data.qid.tolist()))
+    assert sorted(set(train.qid.tolist())) == sorted(order[:3])
+    assert sorted(set(test.qid.tolist())) == sorted(order[3:5])
+    full, none = Instance.letor(path).load()
+    assert full.n_documents == data.n_documents and none is None
+    with pytest.raises(ValidationError, match="does not exist"):
+        Instance.letor(tmp_path / "missing.txt")
+
+
+def test_study_refuses_unknown_names_and_lists_the_valid_ones():
+    inst = [Instance.from_data("t", tiny())]
+    with pytest.raises(ValidationError, match="valid: .*clarabel"):
+        Study(inst, ["lifted"], ["clarabell"])
+    with pytest.raises(ValidationError, match="valid: primal, lifted, dual, hinge, auto, native"):
+        Study(inst, ["lifed"], ["clarabel"])
+    with pytest.raises(ValidationError, match="valid: low, mid, high"):
+        Study(inst, ["lifted"], ["clarabel"], ["medium"])
+    with pytest.raises(ValidationError, match="distinct names"):
+        Study(inst, ["lifted"], ["clarabel"], costs=[CostSetting(1.0), CostSetting(1.0)])
+
+
+def test_native_solvers_run_once_per_cell_and_the_hash_follows_the_definition():
+    inst = [Instance.from_data("t", tiny())]
+    s = Study(inst, ["primal", "dual"], ["clarabel", "subgradient"], ["low", "mid"])
+    assert s.n_runs == (2 + 1) * 2
+    assert [c[:2] for c in s.cells(inst[0])][-1] == ("native", "subgradient")
+    same = Study([Instance.from_data("t", tiny())], ["primal", "dual"], ["clarabel", "subgradient"], ["low", "mid"])
+    other = Study([Instance.from_data("t", tiny(seed=1))], ["primal", "dual"], ["clarabel", "subgradient"],
+                  ["low", "mid"])
+    assert s.hash == same.hash != other.hash
+
+
+# -- running ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory):
+    """Two tiny instances x 4 formulations x (clarabel, subgradient) x (low, mid), run with 2 jobs."""
+    data, test = tiny(0, 5), tiny(0, 3)
+    study = Study([Instance.from_data("tiny", data, test), Instance.from_loader("loaded", tiny_loader, 3)],
+                  ["primal", "lifted", "dual", "hinge"], ["clarabel", "subgradient"], ["low", "mid"],
+                  costs=[CostSetting(lam=0.5)], timeout=60)
+    out = tmp_path_factory.mktemp("study")
+    df = run_study(study, out, jobs=2, progress=False)
+    return study, out, df, data, test
+
+
+def test_study_rows_have_the_fixed_columns_and_agree_with_an_independent_solve(small_study):
+    study, _out, df, data, _test = small_study
+    assert tuple(df.columns) == COLUMNS and len(df) == study.n_runs == 2 * (4 + 1) * 2
+    assert df.attrs["ran"] == study.n_runs and df.attrs["skipped"] == 0
+    assert (df["status"] == "optimal").all() and df["found"].all()
+    tiny_rows = df[df["instance"] == "tiny"]
+    pairs = make_pairs(data)
+    assert (tiny_rows["pairs"] == pairs.n_pairs).all() and (tiny_rows["features"] == 3).all()
+    # reference: an independent Clarabel solve of the QP (14) with Theorem 1's C
+    weights = pair_weights(pairs)
+    ref = solve(build(pairs, weights=weights, lam=0.5, formulation="dual"), "clarabel", tol=1e-9)
+    ref_obj = hinge_objective(pairs, ref.w, weights, 0.5)
+    assert np.allclose(tiny_rows["reference_objective"], ref_obj, rtol=1e-8)
+    # every row found its profile's accuracy, and the errors say so
+    for profile, eps in (("low", 1e-3), ("mid", 1e-6)):
+        rows = df[df["profile"] == profile]
+        assert (rows["relative_gap"] <= eps).all() and (rows["objective_error"] <= eps).all()
+    mid = df[df["profile"] == "mid"]
+    assert (mid["w_error"] < 1e-2).all()
+    assert np.allclose(df["duality_gap"], df["relative_gap"] * df["objective"])
+    # held-out NDCG@10 where a test split exists, from the row's own w
+    assert tiny_rows["ndcg10"].between(0, 1).all() and df[df["instance"] == "loaded"]["ndcg10"].isna().all()
+    assert set(df.loc[df["solver"] == "subgradient", "formulation"]) == {"native"}
+    assert (df["peak_memory"] >= 0).all() and (df["wall_time"] > 0).all()
+
+
+def test_resume_skips_finished_rows_and_repairs_a_torn_line(small_study):
+    study, out, df, *_ = small_study
+    again = run_study(study, out, progress=False)
+    assert again.attrs["ran"] == 0 and again.attrs["skipped"] == study.n_runs
+    assert compare_tables(df, again).empty
+    # drop two finished rows and leave half a line, as a killed study would
+    path = out / "results.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-2]) + lines[-1][:17])
+    resumed = run_study(study, out, progress=False)
+    assert resumed.attrs["ran"] == 2 and len(resumed) == study.n_runs
+    assert compare_tables(df, resumed).empty
+
+
+def test_results_of_another_definition_are_refused_unless_overwritten(small_study, tmp_path):
+    study, out, *_ = small_study
+    other = Study([Instance.from_data("tiny", tiny(2, 3))], ["lifted"], ["clarabel"], ["low"])
+    with pytest.raises(StudyMismatchError, match="overwrite"):
+        run_study(other, out, progress=False)
+    assert len(load_results(out)) == study.n_runs  # untouched
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "results.csv").write_text((out / "results.csv").read_text())  # rows without a study.json
+    with pytest.raises(StudyMismatchError, match="unknown definition"):
+        run_study(other, copy, progress=False)
+    df = run_study(other, copy, overwrite=True, progress=False)
+    assert len(df) == 1 and df["found"].all()
+
+
+def test_a_run_over_its_time_limit_becomes_a_timeout_row(tmp_path):
+    # Fig. 3's fixed-step gradient descent never certifies 1e-9; without an iteration cap it runs on.
+    study = Study([Instance.from_data("t", tiny())], ["lifted"], ["clarabel", "gd"], ["high"], timeout=1.0,
+                  solver_options={"gd": {"max_iter": 10**9}}, reference=("clarabel", "lifted", "mid"))
+    start = time.perf_counter()
+    df = run_study(study, tmp_path, jobs=2, progress=False)
+    assert time.perf_counter() - start < 30
+    row = df.set_index("solver").loc["gd"]
+    assert row["status"] == "timeout" and not row["found"] and "1 s limit" in row["message"]
+    assert df.set_index("solver").loc["clarabel", "status"] == "optimal"
+
+
+def test_crashing_and_failing_runs_become_error_rows(tmp_path):
+    study = Study([Instance.from_loader("crash", crashing_loader, 2), Instance.from_data("t", tiny())],
+                  ["lifted"], ["clarabel", "ecos"], ["low"], solver_options={"ecos": {"not_an_option": 1}})
+    df = run_study(study, tmp_path, progress=False).set_index(["instance", "solver"])
+    assert (df.loc["crash", "status"] == "error").all()
+    assert df.loc["crash"]["message"].str.contains("exited with code 3").all()
+    assert df.loc[("t", "clarabel"), "status"] == "optimal"
+    assert df.loc[("t", "ecos"), "status"] == "error" and "not_an_option" in df.loc[("t", "ecos"), "message"]
+
+
+def test_run_isolated_in_a_plain_subprocess_reports_rows_and_signals(tmp_path):
+    inst = Instance.from_data("t", tiny())
+    task = Task("run", inst, "lifted", "clarabel", PROFILES["mid"], (CostSetting(1.0), CostSetting(0.1)), {})
+    rows = run_isolated(task, timeout=60, isolation="subprocess")
+    assert [r["status"] for r in rows] == ["optimal", "optimal"] and [r["lam"] for r in rows] == [1.0, 0.1]
+    crash = Task("run", Instance.from_loader("c", crashing_loader, 1), "lifted", "clarabel", PROFILES["mid"],
+                 (CostSetting(1.0),), {})
+    assert "exited with code 3" in run_isolated(crash, timeout=60, isolation="subprocess")[0]["message"]
+
+
+# -- summaries and report --------------------------------------------------------------------
+def fake_table():
+    """Two methods on three problems: a solves all in 1, 2, 4 s; b solves two in 2, 1 s and fails one."""
+    rows = []
+    for i, (ta, tb, fb) in enumerate([(1.0, 2.0, True), (2.0, 1.0, True), (4.0, 50.0, False)]):
+        for solver, t, found in (("a", ta, True), ("b", tb, fb)):
+            rows.append({"instance": "x", "size": i + 1, "cost": "c", "formulation": "lifted", "solver": solver,
+                         "profile": "mid", "found": found, "status": "optimal" if found else "timeout",
+                         "wall_time": t, "pairs": 100 * 2 ** i, "peak_memory": 3.0 * (100 * 2 ** i) ** 0.5})
+    return pd.DataFrame(rows)
+
+
+def test_shifted_geometric_mean_relative_to_the_best_counts_failures_at_the_limit():
+    df = fake_table()
+    assert shifted_geometric_mean([1.0, 2.0, 4.0], 10) == pytest.approx(np.cbrt(11 * 12 * 14) - 10)
+    sgm = shifted_geometric_means(df, time_limit=60.0)
+    a = np.cbrt(11 * 12 * 14) - 10
+    b = np.cbrt(12 * 11 * 70) - 10  # the failure counts as the 60 s limit
+    assert sgm.loc[("lifted", "a"), "mid"] == pytest.approx(1.0)
+    assert sgm.loc[("lifted", "b"), "mid"] == pytest.approx(b / a)
+    assert success_rates(df).loc[("lifted", "b"), "mid"] == pytest.approx(200 / 3)
+
+
+def test_performance_profiles_follow_dolan_more():
+    prof = performance_profiles(fake_table()).set_index("solver")
+    # ratios: a = (1, 2, 1), b = (2, 1, inf) over 3 problems
+    assert prof.loc["a", ["tau", "fraction"]].values.tolist() == [[1.0, 2 / 3], [2.0, 1.0]]
+    assert prof.loc["b", ["tau", "fraction"]].values.tolist() == [[1.0, 1 / 3], [2.0, 2 / 3]]
+
+
+def test_growth_exponents_recover_a_power_law():
+    df = fake_table()
+    df.loc[df["solver"] == "a", "wall_time"] = 0.01 * df["pairs"] ** 1.5
+    g = growth_exponents(df).set_index("solver")
+    assert g.loc["a", "time_exponent"] == pytest.approx(1.5) and g.loc["a", "memory_exponent"] == pytest.approx(0.5)
+    assert g.loc["a", "n_sizes"] == 3 and g.loc["b", "n_sizes"] == 2  # b's failure is left out
+
+
+def test_compare_tables_ignores_times_and_reports_real_differences(small_study):
+    df = small_study[2]
+    slower = df.assign(wall_time=df["wall_time"] * 3, peak_memory=0.0)
+    assert compare_tables(df, slower).empty
+    changed = df.copy()
+    changed.loc[0, "objective"] *= 1.01
+    changed.loc[1, "status"] = "timeout"
+    diff = compare_tables(df, changed)
+    assert sorted(diff["column"]) == ["objective", "status"]
+    assert compare_tables(df, df.iloc[1:])["column"].tolist() == ["row"]
+
+
+def test_report_has_tables_versions_cpu_and_figures(small_study, tmp_path):
+    study, _, df, *_ = small_study
+    path = write_report(df, tmp_path / "r" / "report.md", time_limit=study.timeout, study=study, command="cvxrank x")
+    text = path.read_text()
+    for part in ("## Environment", "CPU:", "cvxpy", "## Success rate", "## Computation time", "## Growth",
+                 "## Findings", "tol_gap_rel=1e-06", "cvxrank x"):
+        assert part in text
+    figures = sorted(p.name for p in (tmp_path / "r" / "figures").iterdir())
+    assert "performance-profile-mid.png" in figures and "scaling-tiny-mid.png" not in figures  # one size only
+    for name in figures:
+        assert f"figures/{name}" in text
+
+
+def test_rows_of_user_data_keep_nan_free_keys(small_study):
+    df = small_study[2]
+    assert not df[["instance", "size", "cost", "formulation", "solver", "profile"]].isna().any().any()
+    assert not any(isinstance(v, float) and math.isnan(v) for v in df["message"])
+
+
+def test_instance_from_data_checks_its_input():
+    with pytest.raises(ValidationError, match="RankingData"):
+        Instance.from_data("x", np.eye(3))
+    with pytest.raises(ValidationError, match="features"):
+        Instance.from_data("x", tiny(), RankingData(np.eye(4), [0, 1, 0, 1], [1, 1, 2, 2]))
