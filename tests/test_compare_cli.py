@@ -32,7 +32,7 @@ def test_compare_runs_a_study_writes_the_report_and_resumes(tmp_path, capsys):
     # a second run one job at a time gives the same table, and the report says so
     other = tmp_path / "again"
     assert main(BASE + ["--out", str(other), "--compare-with", str(out)]) == 0
-    assert "The two tables are the same" in (other / "report.md").read_text()
+    assert "12 of 12 runs are the same, times and memory aside" in (other / "report.md").read_text()
 
 
 @pytest.mark.parametrize("option, value, valid", [

@@ -120,29 +120,44 @@ def command_line(args) -> str:
 
 
 def comparison(df, folder) -> str:
-    """Markdown: where the study table ``df`` differs from the one stored in ``folder``, times aside."""
+    """Markdown: where the study table ``df`` differs from the one stored in ``folder``, times aside.
+
+    A run that hit the time limit on one side only is listed with its wall time on the other side:
+    a time limit turns a timing into a status, so such a run differs by its time, not its result.
+    """
     import json
     from pathlib import Path
 
-    from cvxrank.study import compare_tables, load_results
+    from cvxrank.study import KEY, compare_tables, load_results
+    from cvxrank.study.store import row_key
 
     other = load_results(folder)
     diff = compare_tables(df, other)
     meta = Path(folder) / "study.json"
     same_hash = meta.is_file() and json.loads(meta.read_text()).get("hash") == df.attrs.get("hash")
+    here = {row_key(r): r for r in df.to_dict("records")}
+    there = {row_key(r): r for r in other.to_dict("records")}
+    runs = {row_key(r): r for r in diff.to_dict("records")}
+    limit = {k for k in runs if k in here and k in there
+             and (here[k]["status"] == "timeout") != (there[k]["status"] == "timeout")}
+    values = [k for k in runs if k not in limit]
     lines = [(f"The same study was run a second time into `{folder}` (study hash "
-              f"{'identical' if same_hash else 'DIFFERENT'}): {len(df)} rows here, {len(other)} there.")]
-    if diff.empty:
-        lines.append("The two tables are the same, times and memory aside: every run has the same status, found "
-                     "flag and iteration count, and the same objective, reference, errors, residuals and gaps "
-                     "(relative tolerance 1e-6).")
-    else:
-        runs = diff.drop_duplicates(["instance", "size", "cost", "formulation", "solver", "profile"])
-        lines.append(f"{len(runs)} of {len(df)} runs differ (times and memory aside):")
-        lines += ["", "| instance | size | formulation | solver | profile | column | here | there |",
-                  "|---|---:|---|---|---|---|---|---|"]
-        lines += [f"| {r.instance} | {r.size} | {r.formulation} | {r.solver} | {r.profile} | {r.column} | {r.a} | "
-                  f"{r.b} |" for r in diff.itertuples()]
+              f"{'identical' if same_hash else 'DIFFERENT'}): {len(df)} rows here, {len(other)} there. "
+              f"{len(df) - len(runs)} of {len(df)} runs are the same, times and memory aside: status, found flag, "
+              "iteration count, and objective, reference, errors, residuals and gaps within a relative 1e-6.")]
+    if limit:
+        lines += ["", f"{len(limit)} run(s) hit the time limit on one side only (a timing, not a result):", "",
+                  "| " + " | ".join(KEY) + " | here | there |", "|" + "---|" * (len(KEY) + 2)]
+        for k in sorted(limit):
+            cells = [f"{r['status']}" + ("" if r["status"] == "timeout" else
+                                         f" in {r['wall_time']:.1f} s, {r['iterations']:.0f} iterations")
+                     for r in (here[k], there[k])]
+            lines.append("| " + " | ".join(k) + " | " + " | ".join(cells) + " |")
+    if values:
+        lines += ["", f"{len(values)} run(s) differ in their results:", "",
+                  "| " + " | ".join(KEY) + " | column | here | there |", "|" + "---|" * (len(KEY) + 3)]
+        lines += ["| " + " | ".join(str(r[c]) for c in KEY) + f" | {r['column']} | {r['a']} | {r['b']} |"
+                  for r in diff.to_dict("records") if row_key(r) in values]
     return "\n".join(lines)
 
 
@@ -171,7 +186,7 @@ def run(args) -> int:
     sections = []
     if args.compare_with:
         text = comparison(df, args.compare_with)
-        print("\n" + text.split("\n")[0] + "\n" + text.split("\n")[1])
+        print("\n" + text)
         sections.append(("Same table on another run", text))
     if not args.no_report:
         path = args.report or os.path.join(args.out, "report.md")

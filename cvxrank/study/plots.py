@@ -1,18 +1,37 @@
 """Figures of a study. Each function draws on a given ``ax`` from tables it is given; it computes nothing.
 
-The tables come from :mod:`cvxrank.study.summary`.
+The tables come from :mod:`cvxrank.study.summary`. A method keeps its look
+across figures: the colour says the solver, the line style (and marker) the
+formulation.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter
 
-__all__ = ["method_label", "plot_performance_profile", "plot_scaling"]
+__all__ = ["method_label", "method_style", "plot_performance_profile", "plot_scaling"]
+
+_SOLVER_ORDER = ("clarabel", "ecos", "osqp", "scs", "subgradient", "gd", "cutting_plane")
+_FORM_STYLE = {"primal": ("-", "o"), "lifted": ("--", "s"), "dual": (":", "^"), "hinge": ("-.", "D"),
+               "auto": ((0, (5, 1, 1, 1)), "v"), "native": ((0, (1, 1)), "P")}
 
 
 def method_label(formulation: str, solver: str) -> str:
     """``"solver/formulation"``, the label of a method in legends."""
     return f"{solver}/{formulation}"
+
+
+def method_style(formulation: str, solver: str) -> dict:
+    """Matplotlib keywords of a method: colour by solver, line style and marker by formulation."""
+    index = _SOLVER_ORDER.index(solver) if solver in _SOLVER_ORDER else len(_SOLVER_ORDER) + sum(map(ord, solver)) % 3
+    line, marker = _FORM_STYLE.get(formulation, ("-", "x"))
+    return {"color": f"C{index % 10}", "linestyle": line, "marker": marker}
+
+
+def _log_ticks(axis) -> None:
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
 
 
 def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | None = None):
@@ -34,15 +53,18 @@ def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | Non
         curve = curve[np.isfinite(curve["tau"])].sort_values("tau")
         taus = np.concatenate([[1.0], curve["tau"].to_numpy(), [right]])
         fracs = np.concatenate([[0.0], curve["fraction"].to_numpy(), [curve["fraction"].max() if len(curve) else 0]])
-        ax.step(taus, fracs, where="post", label=method_label(form, solver))
+        style = method_style(form, solver)
+        style.pop("marker")
+        ax.step(taus, fracs, where="post", label=method_label(form, solver), lw=1.4, **style)
     ax.set_xscale("log")
     ax.set_xlim(1.0, right)
+    _log_ticks(ax.xaxis)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("τ (time ratio to the fastest method)")
     ax.set_ylabel("share of problems found within τ")
     ax.set_title(f"performance profile, profile {profile}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="x-small", ncol=2)
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
 
@@ -69,16 +91,19 @@ def plot_scaling(df, growth, ax, *, profile: str, instance: str, y: str = "wall_
         pts = pts[(pts[y] > 0) & (pts[x] > 0)]
         if pts.empty:
             continue
-        line = ax.loglog(pts[x], pts[y], "o", ms=4, label=method_label(form, solver))[0]
+        style = method_style(form, solver)
+        label = method_label(form, solver)
         fit = fits[(fits["formulation"] == form) & (fits["solver"] == solver)]
         if len(fit) and np.isfinite(fit[f"{kind}_exponent"].iloc[0]):
             b, a = fit[f"{kind}_exponent"].iloc[0], fit[f"{kind}_intercept"].iloc[0]
             xs = np.geomspace(pts[x].min(), pts[x].max(), 20)
-            ax.loglog(xs, np.exp(a) * xs ** b, "-", color=line.get_color(), lw=1)
-            line.set_label(f"{method_label(form, solver)} (b={b:.2f})")
+            ax.loglog(xs, np.exp(a) * xs ** b, color=style["color"], linestyle=style["linestyle"], lw=1)
+            label += f" (b={b:.2f})"
+        ax.loglog(pts[x], pts[y], linestyle="none", marker=style["marker"], color=style["color"], ms=4, label=label)
     ax.set_xlabel(x)
     ax.set_ylabel("wall time (s)" if kind == "time" else "peak memory (MiB above baseline)")
     ax.set_title(f"{instance}: {kind} vs {x}, profile {profile}")
+    _log_ticks(ax.xaxis)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="x-small", ncol=2)
+    ax.legend(fontsize="xx-small", ncol=2)
     return ax

@@ -79,18 +79,17 @@ def _figures(df, growth, prof, fig_dir: Path) -> dict:
     made = {}
     for profile in pd.unique(df["profile"]):
         if (prof["profile"] == profile).any():
-            fig, ax = plt.subplots(figsize=(6.5, 4.2))
+            fig, ax = plt.subplots(figsize=(8, 4.2))
             plot_performance_profile(prof, ax, profile=profile)
             name = f"performance-profile-{profile}.png"
-            fig.tight_layout()
-            fig.savefig(fig_dir / name, dpi=110)
+            fig.savefig(fig_dir / name, dpi=110, bbox_inches="tight")
             plt.close(fig)
             made[("profile", profile)] = name
         for instance in pd.unique(df["instance"]):
             sub = df[(df["instance"] == instance) & (df["profile"] == profile)]
             if sub["pairs"].nunique() < 2 or not sub["found"].any():
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+            fig, axes = plt.subplots(1, 2, figsize=(13, 5))
             plot_scaling(df, growth, axes[0], profile=profile, instance=instance, y="wall_time")
             plot_scaling(df, growth, axes[1], profile=profile, instance=instance, y="peak_memory")
             name = f"scaling-{instance}-{profile}.png"
