@@ -6,7 +6,7 @@ import time
 import pytest
 
 from cvxrank.datasets import make_ranking
-from cvxrank.exceptions import CvxrankError
+from cvxrank.exceptions import CvxrankError, ValidationError
 from cvxrank.study import CostSetting, Instance, Study, compare_tables, run_study
 
 distributed = pytest.importorskip("distributed")
@@ -23,7 +23,7 @@ def tiny_study():
 def client():
     """Two worker processes on loopback; the client is not the default one (as in `cvxrank compare`)."""
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None)
+                                       dashboard_address=":0")
     with cluster, distributed.Client(cluster, set_as_default=False) as c:
         yield c
 
@@ -38,6 +38,14 @@ def test_dask_and_local_runs_give_the_same_table(client, tmp_path):
     # the same through the scheduler's address; everything is stored, so nothing runs again
     again = run_study(study, tmp_path / "dask", scheduler=client.scheduler.address, progress=False)
     assert again.attrs["ran"] == 0 and compare_tables(local, again).empty
+
+
+def test_a_local_cluster_started_for_the_study(tmp_path):
+    study = Study([Instance.generated("ecml", 2)], ["lifted"], ["clarabel"], ["mid"])
+    df = run_study(study, tmp_path, scheduler="local:2", progress=False)
+    assert df["found"].all() and df.attrs["ran"] == 1
+    with pytest.raises(ValidationError, match="local:N"):
+        run_study(study, tmp_path, scheduler="local:two", progress=False)
 
 
 def test_an_unreachable_scheduler_fails_fast_with_a_clear_error(tmp_path):

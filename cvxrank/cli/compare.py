@@ -26,6 +26,7 @@ EPILOG = """examples:
   cvxrank compare ... --out study                # run again: finished rows are skipped (resume)
   cvxrank compare ... --out study --overwrite    # another definition: replace the old results
   cvxrank compare ... --scheduler tcp://10.0.0.5:8786   # on a Dask cluster (pip install 'cvxrank[dask]')
+  cvxrank compare ... --scheduler local:2 --out study-dask --compare-with study  # 2 local Dask workers, same table?
 """
 
 
@@ -50,7 +51,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time on this machine (default 1)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS "
-                                                               "(tcp://HOST:PORT)")
+                                                               "(tcp://HOST:PORT), or local:N for a LocalCluster "
+                                                               "of N worker processes started for this study")
     parser.add_argument("--connect-timeout", type=float, default=5.0, dest="connect_timeout",
                         help="seconds to wait for the Dask scheduler (default 5)")
     parser.add_argument("--overwrite", action="store_true", help="replace results of another study in --out")
@@ -110,9 +112,9 @@ def command_line(args) -> str:
         parts.append(f"--mu {args.mu}")
     if args.test_fraction:
         parts.append(f"--test-fraction {args.test_fraction:g}")
-    parts += [f"--out {args.out}", f"--jobs {args.jobs}", f"--timeout {args.timeout:g}"]
-    if args.scheduler:
-        parts.append(f"--scheduler {args.scheduler}")
+    parts.append(f"--out {args.out}")
+    parts.append(f"--scheduler {args.scheduler}" if args.scheduler else f"--jobs {args.jobs}")
+    parts.append(f"--timeout {args.timeout:g}")
     for opt in ("report", "figures", "compare_with"):
         if getattr(args, opt):
             parts.append(f"--{opt.replace('_', '-')} {getattr(args, opt)}")
@@ -141,10 +143,14 @@ def comparison(df, folder) -> str:
     limit = {k for k in runs if k in here and k in there
              and (here[k]["status"] == "timeout") != (there[k]["status"] == "timeout")}
     values = [k for k in runs if k not in limit]
+    log = Path(folder) / "commands.log"
+    made_by = log.read_text(encoding="utf-8").splitlines()[-1].split("  ", 1)[-1] if log.is_file() else None
     lines = [(f"The same study was run a second time into `{folder}` (study hash "
               f"{'identical' if same_hash else 'DIFFERENT'}): {len(df)} rows here, {len(other)} there. "
               f"{len(df) - len(runs)} of {len(df)} runs are the same, times and memory aside: status, found flag, "
               "iteration count, and objective, reference, errors, residuals and gaps within a relative 1e-6.")]
+    if made_by:
+        lines += ["", "That folder was last written by:", "", "```", made_by, "```"]
     if limit:
         lines += ["", f"{len(limit)} run(s) hit the time limit on one side only (a timing, not a result):", "",
                   "| " + " | ".join(KEY) + " | here | there |", "|" + "---|" * (len(KEY) + 2)]
@@ -163,6 +169,7 @@ def comparison(df, folder) -> str:
 
 def run(args) -> int:
     import os
+    import time
 
     from cvxrank.study import (
         run_study,
@@ -176,6 +183,8 @@ def run(args) -> int:
           f"(+ references), {args.timeout:g} s per run, output {args.out}")
     df = run_study(study, args.out, jobs=args.jobs, scheduler=args.scheduler, overwrite=args.overwrite,
                    progress=not args.no_progress, connect_timeout=args.connect_timeout)
+    with open(os.path.join(args.out, "commands.log"), "a", encoding="utf-8") as log:
+        log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command_line(args)}\n")
     a = df.attrs
     print(f"{a['ran']} runs done now, {a['skipped']} found in {args.out}; statuses: "
           + ", ".join(f"{k} {v}" for k, v in df["status"].value_counts().items()))

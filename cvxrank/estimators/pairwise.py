@@ -157,8 +157,9 @@ class _PairwiseRanker(BaseRanker):
         """Fit one model per ``λ`` in ``lams`` on a single compiled problem.
 
         The CVXPY problem is built once and re-solved through its cost
-        Parameters (DPP, warm starts; :func:`cvxrank.path.solve_path`), which
-        is several times faster than refitting for each ``λ``. ``τ`` (estimated
+        Parameters (DPP, warm starts; :func:`cvxrank.path.solve_path`). It saves
+        the compilation (measured 2-3x with ECOS, about 1x with Clarabel, whose
+        solve and certificate dominate). ``τ`` (estimated
         once) and ``μ`` are shared by every point. Native solvers (``gd``,
         ``subgradient``, ``cutting_plane``) have nothing to recompile and fall
         back to one :meth:`fit` per ``λ``.

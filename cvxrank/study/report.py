@@ -121,13 +121,20 @@ def findings(df: pd.DataFrame, rates: pd.DataFrame, sgm: pd.DataFrame, growth: p
         counts = statuses.value_counts()
         out.append(f"{label(idx)}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
                    + f" of {int(((df['formulation'] == idx[0]) & (df['solver'] == idx[1])).sum())} runs.")
-    fitted = growth[(growth["n_sizes"] >= 2) & np.isfinite(growth["time_exponent"])]
+    fitted = growth[growth["n_sizes"] >= 2]
     for (instance, profile), sub in fitted.groupby(["instance", "profile"], sort=False):
-        sub = sub.sort_values("time_exponent")
-        lo, hi = sub.iloc[0], sub.iloc[-1]
-        out.append(f"{instance}, profile {profile}: wall time grows as pairs^{lo.time_exponent:.2f} for "
-                   f"{lo.solver}/{lo.formulation} up to pairs^{hi.time_exponent:.2f} for "
-                   f"{hi.solver}/{hi.formulation}.")
+        for kind, what in (("time", "wall time"), ("memory", "peak memory")):
+            fit = sub[np.isfinite(sub[f"{kind}_exponent"])].sort_values(f"{kind}_exponent")
+            if fit.empty:
+                continue
+            lo, hi = fit.iloc[0], fit.iloc[-1]
+            out.append(f"{instance}, profile {profile}: {what} grows as pairs^{lo[f'{kind}_exponent']:.2f} for "
+                       f"{lo.solver}/{lo.formulation} up to pairs^{hi[f'{kind}_exponent']:.2f} for "
+                       f"{hi.solver}/{hi.formulation} (fits over {int(fit['n_sizes'].max())} sizes).")
+    peak = df.loc[df["peak_memory"].idxmax()] if df["peak_memory"].notna().any() else None
+    if peak is not None:
+        out.append(f"Largest peak memory: {peak['peak_memory']:.0f} MiB, {peak['solver']}/{peak['formulation']} on "
+                   f"{peak['instance']} size {peak['size']} ({peak['pairs']:.0f} pairs), profile {peak['profile']}.")
     return out
 
 

@@ -11,8 +11,9 @@ both are known (:class:`~cvxrank.study.store.ResultStore`).
 
 Locally, ``jobs`` threads each drive one worker process at a time. With
 ``scheduler`` the tasks go to a Dask cluster instead (``distributed`` must be
-installed): a ``distributed.Client``, or the address of a running scheduler
-(``tcp://HOST:PORT``). A scheduler that cannot be reached within
+installed): a ``distributed.Client``, the address of a running scheduler
+(``tcp://HOST:PORT``), or ``local:N`` for a LocalCluster of N worker processes
+on this machine, started and stopped with the study. A scheduler that cannot be reached within
 ``connect_timeout`` seconds is an error before any run starts. The worker
 processes of Dask are daemonic, so there each run is started as
 ``python -m cvxrank.study.worker`` (about a second of imports per task).
@@ -43,7 +44,21 @@ def _ref_id(instance, size, cost) -> str:
 
 
 def connect(scheduler, connect_timeout: float = 5.0):
-    """A ``distributed.Client`` for ``scheduler`` (a Client, or an address); ``(client, owned)``.
+    """A ``distributed.Client`` for ``scheduler``, and a function that releases what was opened.
+
+    Parameters
+    ----------
+    scheduler : str or distributed.Client
+        A client (used as it is and left open); the address of a running
+        scheduler (``tcp://HOST:PORT``); or ``"local:N"``, which starts a
+        ``distributed.LocalCluster`` of ``N`` single-threaded worker processes
+        on 127.0.0.1 for this study and stops it afterwards.
+    connect_timeout : float, default 5
+        Seconds to wait for the scheduler.
+
+    Returns
+    -------
+    (distributed.Client, callable)
 
     Raises
     ------
@@ -52,21 +67,35 @@ def connect(scheduler, connect_timeout: float = 5.0):
         within ``connect_timeout`` seconds.
     """
     try:
-        from distributed import Client
+        from distributed import Client, LocalCluster
     except ImportError:
         raise CvxrankError("running a study on Dask needs dask.distributed: pip install 'cvxrank[dask]'") from None
     if isinstance(scheduler, Client):
-        return scheduler, False
+        return scheduler, lambda: None
     if not isinstance(scheduler, str) or not scheduler.strip():
-        raise ValidationError(f"scheduler must be an address such as tcp://127.0.0.1:8786 or a distributed.Client, "
-                              f"got {scheduler!r}")
+        raise ValidationError(f"scheduler must be an address such as tcp://127.0.0.1:8786, local:N or a "
+                              f"distributed.Client, got {scheduler!r}")
+    address = scheduler.strip()
+    if address.startswith("local:"):
+        n = address[len("local:"):]
+        if not n.isdigit() or int(n) < 1:
+            raise ValidationError(f"write a local Dask cluster as local:N with N >= 1 workers, got {scheduler!r}")
+        cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=":0")
+        client = Client(cluster, set_as_default=False)
+
+        def close():
+            client.close()
+            cluster.close()
+
+        return client, close
     try:
-        client = Client(scheduler.strip(), timeout=connect_timeout, set_as_default=False)
+        client = Client(address, timeout=connect_timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise CvxrankError(f"cannot reach the Dask scheduler at {scheduler} within {connect_timeout:g} s "
                            f"({one_line(exc, 200)}); check the address (tcp://HOST:PORT) and that "
                            "'dask scheduler' is running there") from None
-    return client, True
+    return client, client.close
 
 
 class _Local:
@@ -186,7 +215,9 @@ def run_study(study: Study, out, *, jobs: int = 1, scheduler=None, overwrite: bo
     jobs : int, default 1
         Runs at a time, locally (ignored with ``scheduler``).
     scheduler : str or distributed.Client, optional
-        Run on a Dask cluster instead.
+        Run on a Dask cluster instead: a client, a scheduler's address
+        (``tcp://HOST:PORT``) or ``"local:N"`` (a LocalCluster of ``N``
+        workers started for this study), see :func:`connect`.
     overwrite : bool, default False
         Replace results of another study definition in ``out`` instead of refusing.
     progress : bool, default True
@@ -220,7 +251,7 @@ def run_study(study: Study, out, *, jobs: int = 1, scheduler=None, overwrite: bo
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValidationError(f"jobs must be a positive integer, got {jobs!r}")
     isolation_mode(isolation)  # validates the name
-    client, owned = (None, False) if scheduler is None else connect(scheduler, connect_timeout)
+    client, release = (None, None) if scheduler is None else connect(scheduler, connect_timeout)
     try:
         store = ResultStore(out, study, overwrite=overwrite)
         finished = store.finished()
@@ -230,8 +261,8 @@ def run_study(study: Study, out, *, jobs: int = 1, scheduler=None, overwrite: bo
         executor = _Local(jobs, isolation) if client is None else _Dask(client)
         _execute(executor, study, store, refs, ref_tasks, run_tasks, progress, load_timeout)
     finally:
-        if owned:
-            client.close()
+        if release is not None:
+            release()
     df = _order(store.load(), study)
     df.attrs.update(hash=study.hash, ran=n_todo, skipped=study.n_runs - n_todo, out=str(out),
                     references={k: {kk: v for kk, v in r.items() if kk != "w"} for k, r in store.references().items()})
