@@ -1,9 +1,10 @@
 """Regularisation and cost grids solved without recompiling (DPP re-solves).
 
-Every formulation holds its costs in ``cp.Parameter`` objects (``C`` for the
-QP forms (14)/SIGIR and the dual (18)-(19)/SIGIR, ``weights`` and ``lam``
-for the hinge form (9)/SIGIR), and every builder is DPP. A grid of ``λ``,
-``τ``, ``μ`` or ``C`` values therefore needs *one* CVXPY compilation: later
+Every formulation holds its costs in ``cp.Parameter`` objects (a scale
+factor ``κ`` of the costs, or one ``C_i`` per pair, for the QP forms
+(14)/SIGIR and the dual (18)-(19)/SIGIR; ``weights`` and ``lam`` for the
+hinge form (9)/SIGIR), and every builder is DPP. A grid of ``λ``, ``τ``,
+``μ`` or ``C`` values therefore needs *one* CVXPY compilation: later
 points only write new parameter values, CVXPY maps them through its cached
 parameter-to-data tensor (``problem._cache.param_prog``) and the solver
 restarts, warm-started where that helps (:data:`WARM_START`: OSQP, and
@@ -14,8 +15,12 @@ costs are Theorem 1's
 
 .. math:: C_i(\\lambda) = \\frac{c_i}{2 \\lambda},
 
-so a path over ``λ`` is a path over ``C``; the hinge form takes ``c`` and
-``λ`` directly.
+so a path over ``λ`` only scales ``C``: the QP forms are built with the
+scale parametrization (``costs="scale"``, costs in the solver's linear
+objective, the fastest). Grids that change costs pair by pair (several
+``τ`` or ``μ``, or a ``C`` list) use ``costs="per_pair"``
+(:func:`~cvxrank.formulations.base.cost_parameters`); the hinge form takes
+``c`` and ``λ`` directly.
 
 :class:`PathSolver` is the building block (one compiled problem, re-solved
 point by point); :func:`solve_path` runs a whole grid and returns a
@@ -35,12 +40,14 @@ import pandas as pd
 from cvxrank.costs import check_lam, pair_weights, theorem1_C
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import (
+    COST_PARAMETRIZATIONS,
     FORMULATIONS,
     Formulation,
     build,
     build_hinge,
     check_costs,
 )
+from cvxrank.formulations.base import proportional_scale
 from cvxrank.pairs import PairSet
 from cvxrank.solvers import NATIVE_SOLVERS, SolveResult, available_solvers, solve
 
@@ -90,6 +97,12 @@ class PathSolver:
     warm_start : bool or None, default None
         Start each re-solve from the previous solution where the solver can;
         None follows :data:`WARM_START` (every solver but SCS).
+    costs : {"scale", "per_pair"}, default "scale"
+        Cost parametrization of the QP forms
+        (:func:`~cvxrank.formulations.base.cost_parameters`). With
+        ``"scale"``, a point whose costs are not a multiple of the first
+        point's rebuilds the problem once as ``"per_pair"`` (counted in
+        ``n_builds``) and goes on without recompiling.
     verbose : bool, default False
     **options
         Passed to :func:`cvxrank.solve` (the solver's own option names).
@@ -102,6 +115,8 @@ class PathSolver:
         Seconds spent building it (CVXPY expressions, ``D`` for the dense
         primal); compilation is in each result's ``setup_time``.
     n_solves : int
+    n_builds : int
+        Problems built: 1, or 2 after a ``"scale"`` → ``"per_pair"`` switch.
 
     Examples
     --------
@@ -113,7 +128,7 @@ class PathSolver:
     """
 
     def __init__(self, pairs: PairSet, *, formulation: str = "auto", solver: str = "clarabel", tol: float = 1e-6,
-                 warm_start: bool | None = None, verbose: bool = False, **options):
+                 warm_start: bool | None = None, costs: str = "scale", verbose: bool = False, **options):
         if not isinstance(pairs, PairSet):
             raise ValidationError(f"pairs must be a PairSet (cvxrank.make_pairs), got {type(pairs).__name__}")
         valid = FORMULATIONS + ("auto", "native")
@@ -122,6 +137,9 @@ class PathSolver:
         name = str(solver).lower()
         if name not in available_solvers():
             raise ValidationError(f"unknown solver {solver!r}; installed: {', '.join(available_solvers())}")
+        if costs not in COST_PARAMETRIZATIONS:
+            raise ValidationError(f"unknown cost parametrization {costs!r}; choose one of "
+                                  f"{', '.join(COST_PARAMETRIZATIONS)}")
         if formulation == "native" and name not in NATIVE_SOLVERS:
             raise ValidationError(f"formulation 'native' is for native solvers ({', '.join(NATIVE_SOLVERS)}), "
                                   f"not {name!r}")
@@ -130,11 +148,13 @@ class PathSolver:
         self.solver = name
         self.tol = tol
         self.warm_start = WARM_START.get(name, True) if warm_start is None else bool(warm_start)
+        self.costs = costs
         self.verbose = verbose
         self.options = options
         self.formulation: Formulation | None = None
         self.build_time = 0.0
         self.n_solves = 0
+        self.n_builds = 0
 
     def _costs(self, C, weights, lam):
         """``(C, weights, λ)`` of one grid point; the hinge form with given ``C`` is ``weights = C, λ = 1/2``."""
@@ -157,17 +177,22 @@ class PathSolver:
         elif self.requested == "hinge":
             form = build_hinge(self.pairs, weights, lam)
         else:
-            form = build(self.pairs, C, formulation=self.requested)
-        self.build_time = time.perf_counter() - start
+            form = build(self.pairs, C, formulation=self.requested, costs=self.costs)
+        self.build_time += time.perf_counter() - start
+        self.n_builds += 1
         self.formulation = form
 
     def _set(self, C, weights, lam) -> None:
         params = self.formulation.parameters
-        if "C" in params:
-            params["C"].value = C
-        else:
+        if "weights" in params:
             params["weights"].value = weights
             params["lam"].value = lam
+        elif "scale" in params and proportional_scale(C, self.formulation.base_costs) is None:
+            # Costs that are no multiple of the first point's: rebuild once with one parameter per pair.
+            self.costs = "per_pair"
+            self._build(C, weights, lam)
+        else:
+            self.formulation.set_costs(C)
 
     def solve(self, *, C=None, weights=None, lam=None) -> SolveResult:
         """Solve at one point: per-pair costs ``C``, or pair ``weights`` and ``lam`` (Theorem 1).
@@ -254,7 +279,7 @@ def _grid(pairs, lams, weights, taus, mus, Cs):
             raise ValidationError("a C grid (Cs) excludes lams, weights, taus and mus")
         if isinstance(Cs, (str, bytes)) or not hasattr(Cs, "__len__") or len(Cs) == 0:
             raise ValidationError("Cs must be a non-empty sequence of per-pair costs (scalars or arrays)")
-        return [({"C": i}, c, None, None) for i, c in enumerate(Cs)]
+        return [({"C": i}, check_costs(c, pairs.n_pairs, "C"), None, None) for i, c in enumerate(Cs)]
     if lams is None:
         raise ValidationError("give lams (a λ grid), or Cs (a grid of per-pair costs)")
     lams = [lams] if np.isscalar(lams) else list(lams)
@@ -336,7 +361,11 @@ def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, 
     (['optimal', 'optimal', 'optimal'], 3)
     """
     grid = _grid(pairs, lams, weights, taus, mus, Cs)
+    # One weight vector along the grid (a λ path): only the scale of C moves.
+    first = grid[0][1] if grid[0][1] is not None else grid[0][2]
+    scaled = all(proportional_scale(c if c is not None else w, first) is not None
+                 for _, c, w, _ in grid)
     solver_ = PathSolver(pairs, formulation=formulation, solver=solver, tol=tol, warm_start=warm_start,
-                         verbose=verbose, **options)
+                         costs="scale" if scaled else "per_pair", verbose=verbose, **options)
     results = [solver_.solve(C=C, weights=w, lam=lam) for _, C, w, lam in grid]
     return PathResult(results, [p for p, *_ in grid], solver_.formulation, solver_.build_time, solver_.solver)

@@ -46,19 +46,65 @@ def test_sparse_features_build_and_solve(name):
     np.testing.assert_allclose(f.recover_w(), ref.recover_w(), rtol=1e-6, atol=1e-8)
 
 
+QP_BUILDERS = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}
+
+
 @pytest.mark.parametrize("name", ["primal", "lifted", "dual"])
 def test_new_costs_resolve_without_recompiling(small, name):
-    """DPP: changing C's value re-solves to the same answer as a fresh build."""
-    f = BUILDERS[name](small)
+    """DPP, per-pair costs: any new C re-solves to the same answer as a fresh build."""
+    f = QP_BUILDERS[name](small.pairs, small.C, costs="per_pair")
+    assert sorted(f.parameters) == ["C"]
     f.problem.solve(solver="CLARABEL")
+    compiled = f.problem._cache.param_prog
     new_C = small.C * np.linspace(0.2, 3.0, small.pairs.n_pairs)
-    f.parameters["C"].value = new_C
+    f.set_costs(new_C)
     f.problem.solve(solver="CLARABEL")
-    assert f.problem.is_dpp()  # so CVXPY reuses its compiled form for the new C
+    assert f.problem._cache.param_prog is compiled  # CVXPY reused its compiled form for the new C
     fresh = build_primal(small.pairs, new_C)
     fresh.problem.solve(solver="CLARABEL")
     np.testing.assert_allclose(f.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(f.C(), new_C)
+
+
+@pytest.mark.parametrize("name", ["primal", "lifted", "dual"])
+def test_scaled_costs_resolve_without_recompiling(small, name):
+    """DPP, scale parametrization: a multiple of C (a λ path) moves one scalar; other C are refused."""
+    f = QP_BUILDERS[name](small.pairs, small.C)
+    assert sorted(f.parameters) == ["scale"] and f.parameters["scale"].value == 1.0
+    np.testing.assert_array_equal(f.C(), small.C)
+    f.problem.solve(solver="CLARABEL")
+    compiled = f.problem._cache.param_prog
+    f.set_costs(small.C * 0.3)
+    assert f.parameters["scale"].value == pytest.approx(0.3, rel=1e-14)
+    f.problem.solve(solver="CLARABEL")
+    assert f.problem._cache.param_prog is compiled
+    fresh = build_primal(small.pairs, small.C * 0.3, costs="per_pair")
+    fresh.problem.solve(solver="CLARABEL")
+    np.testing.assert_allclose(f.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(f.C(), small.C * 0.3, rtol=1e-14)
+    with pytest.raises(ValidationError, match="costs='per_pair'"):
+        f.set_costs(small.C * np.linspace(0.2, 3.0, small.pairs.n_pairs))
+    with pytest.raises(ValidationError, match="non-negative"):
+        f.set_costs(-small.C)
+
+
+def test_scale_form_puts_costs_in_the_objective(small):
+    """The default form has no epigraph row: ``Σ C_i ξ_i`` is the solver's linear objective ``q``."""
+    scaled = build_lifted_primal(small.pairs, small.C)
+    per_pair = build_lifted_primal(small.pairs, small.C, costs="per_pair")
+    assert "t" not in scaled.variables and "t" in per_pair.variables
+    n_rows = [f.problem.get_problem_data("CLARABEL")[0]["A"].shape[0] for f in (scaled, per_pair)]
+    assert n_rows[1] == n_rows[0] + 1
+    scaled.problem.solve(solver="CLARABEL")
+    per_pair.problem.solve(solver="CLARABEL")
+    assert scaled.problem.value == pytest.approx(per_pair.problem.value, rel=1e-7)
+
+
+def test_unknown_cost_parametrization_is_refused(small):
+    with pytest.raises(ValidationError, match="unknown cost parametrization 'vector'.*scale, per_pair"):
+        build(small.pairs, small.C, formulation="primal", costs="vector")
+    with pytest.raises(ValidationError, match="unknown cost parametrization"):
+        build_dual(small.pairs, small.C, costs="vector")
 
 
 def test_hinge_lambda_parameter_resolves(small):
@@ -84,7 +130,7 @@ def test_build_auto_and_names(small):
     f = build(small.pairs, small.C, formulation="auto")
     assert f.name == choose_formulation(small.pairs)
     g = build(small.pairs, weights=small.weights, lam=small.lam, formulation="dual")
-    np.testing.assert_allclose(g.parameters["C"].value, small.C)
+    np.testing.assert_allclose(g.C(), small.C)
     with pytest.raises(ValidationError, match="unknown formulation 'qp'.*primal"):
         build(small.pairs, small.C, formulation="qp")
     with pytest.raises(ValidationError, match="hinge formulation needs weights and lam"):

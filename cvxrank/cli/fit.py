@@ -55,11 +55,17 @@ def ranker_params(args) -> dict:
 
 
 def run(args) -> int:
+    import numpy as np
+
     from cvxrank.data import load_letor
     from cvxrank.estimators.methods import make_ranker, method_label
+    from cvxrank.metrics import ndcg_score
 
     model = make_ranker(args.method, **ranker_params(args))
     data = load_letor(args.train)
+    # The training NDCG is reported after the fit: grades it cannot score (2**y overflowing) fail
+    # here, before a solve that may take minutes or fail on the same data less clearly.
+    ndcg_score(data.y, np.zeros(data.n_documents), data.qid, k=model.score_k)
     model.fit(data)
     train_ndcg = model.score(data)  # before saving: a failure here must not leave a model file behind
     s = model.solve_summary_

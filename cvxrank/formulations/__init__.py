@@ -16,13 +16,14 @@ hinge      weighted hinge loss (9)/SIGIR = (8)/ECML                :func:`build_
 from __future__ import annotations
 
 from cvxrank.exceptions import ValidationError
-from cvxrank.formulations.base import Formulation, check_costs
+from cvxrank.formulations.base import COST_PARAMETRIZATIONS, Formulation, check_costs, cost_parameters
 from cvxrank.formulations.dual import build_dual
 from cvxrank.formulations.hinge import build_hinge
 from cvxrank.formulations.primal import build_lifted_primal, build_primal
 from cvxrank.pairs import PairSet
 
 __all__ = [
+    "COST_PARAMETRIZATIONS",
     "Formulation",
     "FORMULATIONS",
     "build",
@@ -32,6 +33,7 @@ __all__ = [
     "build_primal",
     "check_costs",
     "choose_formulation",
+    "cost_parameters",
 ]
 
 #: Formulation names accepted by :func:`build`.
@@ -54,7 +56,8 @@ def choose_formulation(pairs: PairSet) -> str:
     return "lifted" if 2 * lifted_nnz <= dense_nnz else "primal"
 
 
-def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = "auto") -> Formulation:
+def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = "auto",
+          costs: str = "scale") -> Formulation:
     """Build a formulation by name.
 
     Parameters
@@ -67,11 +70,19 @@ def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = 
         Pair weights and ``λ`` of the hinge form; ``hinge`` needs them.
     formulation : {"auto", "primal", "lifted", "dual", "hinge"}
         ``"auto"`` (default) calls :func:`choose_formulation`.
+    costs : {"scale", "per_pair"}, default "scale"
+        How the QP forms hold ``C`` as a ``cp.Parameter``
+        (:func:`~cvxrank.formulations.base.cost_parameters`): one scale
+        factor (fastest; re-solves any multiple of ``C``, such as a ``λ``
+        path) or one entry per pair (re-solves any costs). The hinge form
+        always holds ``weights`` and ``lam``.
     """
     if formulation not in FORMULATIONS + ("auto",):
         raise ValidationError(
             f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS + ('auto',))}"
         )
+    if costs not in COST_PARAMETRIZATIONS:
+        raise ValidationError(f"unknown cost parametrization {costs!r}; choose one of {', '.join(COST_PARAMETRIZATIONS)}")
     if formulation == "hinge":
         if weights is None or lam is None:
             raise ValidationError("the hinge formulation needs weights and lam")
@@ -85,4 +96,4 @@ def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = 
     if formulation == "auto":
         formulation = choose_formulation(pairs)
     builder = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}[formulation]
-    return builder(pairs, C)
+    return builder(pairs, C, costs=costs)

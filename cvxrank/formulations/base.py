@@ -10,7 +10,10 @@ import numpy as np
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
-__all__ = ["Formulation", "check_costs"]
+__all__ = ["COST_PARAMETRIZATIONS", "Formulation", "check_costs", "cost_parameters"]
+
+#: How the QP forms hold their per-pair costs ``C`` (see :func:`cost_parameters`).
+COST_PARAMETRIZATIONS = ("scale", "per_pair")
 
 
 def check_costs(values, n_pairs: int, what: str = "C") -> np.ndarray:
@@ -30,14 +33,62 @@ def check_costs(values, n_pairs: int, what: str = "C") -> np.ndarray:
     return arr
 
 
+def cost_parameters(C, n_pairs: int, costs: str = "scale"):
+    """The ``cp.Parameter`` holding the QP costs ``C``, in one of two DPP parametrizations.
+
+    ``"scale"`` (default)
+        ``C = κ c`` with the constant vector ``c`` (the ``C`` given) and one
+        scalar parameter ``κ`` (``parameters["scale"]``, value 1). The costs
+        enter the solver's linear objective ``q`` directly. A ``λ`` path with
+        fixed pair weights (Theorem 1: ``C_i = c_i / (2λ)``) only moves ``κ``.
+    ``"per_pair"``
+        One parameter entry per pair (``parameters["C"]``): any new cost
+        vector (``τ``, ``μ`` grids) re-solves without recompiling. CVXPY stores
+        an objective's parameter coefficients densely over (parameter entries x
+        objective variable entries), so these costs sit in one epigraph row
+        ``C @ ξ <= t`` instead of the objective. That dense row costs
+        interior-point solvers 30-50 % more time per solve (measured with
+        Clarabel on OHSUMED-like data, see ``docs/formulation-choice.md``), hence
+        not the default.
+
+    Returns
+    -------
+    tuple
+        ``(parameters, base)``: the dict of parameters and, for ``"scale"``,
+        the constant vector ``c`` (None for ``"per_pair"``).
+    """
+    if costs not in COST_PARAMETRIZATIONS:
+        raise ValidationError(f"unknown cost parametrization {costs!r}; choose one of "
+                              f"{', '.join(COST_PARAMETRIZATIONS)}")
+    values = check_costs(C, n_pairs, "C")
+    if costs == "per_pair":
+        param = cp.Parameter(n_pairs, nonneg=True, name="C")
+        param.value = values
+        return {"C": param}, None
+    scale = cp.Parameter(nonneg=True, name="scale")
+    scale.value = 1.0
+    return {"scale": scale}, values
+
+
+def proportional_scale(C: np.ndarray, base: np.ndarray, rtol: float = 1e-12) -> float | None:
+    """``κ ≥ 0`` with ``C = κ · base`` (to ``rtol`` of ``max |C|``), or None when there is none."""
+    norm = float(base @ base)
+    kappa = float(C @ base) / norm if norm > 0 else 1.0
+    kappa = max(kappa, 0.0)
+    if np.max(np.abs(C - kappa * base), initial=0.0) > rtol * max(np.max(np.abs(C), initial=0.0), 1e-300):
+        return None
+    return kappa
+
+
 @dataclass(eq=False)
 class Formulation:
     """A ranking problem declared in CVXPY, with what is needed to read it back.
 
     Builders (:func:`~cvxrank.formulations.build_primal` and friends)
     return one; :func:`cvxrank.solve` solves it. Costs are
-    ``cp.Parameter`` objects: set ``formulation.parameters["C"].value`` (or
-    ``"weights"``, ``"lam"``) and solve again without recompiling (DPP).
+    ``cp.Parameter`` objects: :meth:`set_costs` writes new ones (or set
+    ``parameters["weights"]``/``["lam"]`` of the hinge form) and the next
+    solve reuses CVXPY's compilation (DPP).
 
     Attributes
     ----------
@@ -49,6 +100,9 @@ class Formulation:
     pairs : PairSet
     equation : str
         The paper's equation this formulation states.
+    base_costs : ndarray or None
+        The constant cost vector ``c`` of the ``"scale"`` parametrization
+        (``C = parameters["scale"] · c``, see :func:`cost_parameters`).
     """
 
     name: str
@@ -58,6 +112,7 @@ class Formulation:
     pairs: PairSet
     equation: str
     _margin_constraint: cp.Constraint | None = field(default=None, repr=False)
+    base_costs: np.ndarray | None = field(default=None, repr=False)
 
     # -- costs in hinge form ---------------------------------------------
     def hinge_costs(self) -> tuple[np.ndarray, float]:
@@ -69,6 +124,8 @@ class Formulation:
         """
         if "C" in self.parameters:
             return np.asarray(self.parameters["C"].value, dtype=np.float64), 0.5
+        if "scale" in self.parameters:
+            return float(self.parameters["scale"].value) * self.base_costs, 0.5
         return (
             np.asarray(self.parameters["weights"].value, dtype=np.float64),
             float(self.parameters["lam"].value),
@@ -78,6 +135,38 @@ class Formulation:
         """Per-pair QP costs ``C_i = weights_i / (2λ)`` at the current parameter values."""
         weights, lam = self.hinge_costs()
         return weights / (2.0 * lam)
+
+    def set_costs(self, C) -> None:
+        """Write new per-pair QP costs ``C`` into the parameters; the next solve reuses the compilation.
+
+        A ``"scale"`` formulation (:func:`cost_parameters`) takes any ``C``
+        proportional to the one it was built with (a ``λ`` path); other
+        vectors need a formulation built with ``costs="per_pair"``. The hinge
+        form takes ``weights = C`` and ``λ = 1/2`` (Theorem 1 read backwards).
+
+        Raises
+        ------
+        ValidationError
+            For invalid costs, or costs a ``"scale"`` formulation cannot express.
+        """
+        if self.problem is None and "weights" not in self.parameters:
+            raise ValidationError("this formulation holds no costs")
+        C = check_costs(C, self.pairs.n_pairs, "C")
+        params = self.parameters
+        if "C" in params:
+            params["C"].value = C
+        elif "scale" in params:
+            kappa = proportional_scale(C, self.base_costs)
+            if kappa is None:
+                raise ValidationError(
+                    f"the {self.name} formulation was built with costs='scale' and only takes costs "
+                    "proportional to its own (a lambda path); build it with costs='per_pair' to change "
+                    "costs pair by pair"
+                )
+            params["scale"].value = kappa
+        else:
+            params["weights"].value = C
+            params["lam"].value = 0.5
 
     # -- reading a solution back -----------------------------------------
     def recover_w(self) -> np.ndarray:

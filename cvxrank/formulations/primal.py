@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import cvxpy as cp
 
-from cvxrank.formulations.base import Formulation, check_costs
+from cvxrank.formulations.base import Formulation, cost_parameters
 from cvxrank.pairs import PairSet
 
 __all__ = ["build_primal", "build_lifted_primal"]
 
-# The cost term Σ C_i ξ_i sits in an epigraph constraint ``C @ ξ <= t`` rather
-# than in the objective: CVXPY's QP coefficient extraction densifies a
-# parameter-times-variable objective term into an (ℓ+1) x (ℓ+1) array (763 GiB
-# at 320k pairs), while parametrised constraints stay sparse. Same problem,
-# same optimum, still DPP.
+
+def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable):
+    """``Σ C_i ξ_i`` as an objective term, with its extra variables and constraints.
+
+    ``"scale"``: ``κ (c @ ξ)`` in the objective. ``"per_pair"``: the epigraph
+    ``C @ ξ <= t`` and ``t`` in the objective, since CVXPY's QP coefficient
+    extraction densifies a per-pair-parameter objective term into an
+    ``(ℓ+1) x ℓ`` array (763 GiB at 320k pairs) while parametrised constraints
+    stay sparse. Same problem, same optimum, both DPP.
+    """
+    params, base = cost_parameters(C, pairs.n_pairs, costs)
+    if base is not None:
+        return params["scale"] * (base @ xi), {}, [], params, base
+    t = cp.Variable(name="t")
+    return t, {"t": t}, [params["C"] @ xi <= t], params, None
 
 
-def _C_parameter(pairs: PairSet, C) -> cp.Parameter:
-    param = cp.Parameter(pairs.n_pairs, nonneg=True, name="C")
-    param.value = check_costs(C, pairs.n_pairs, "C")
-    return param
-
-
-def build_primal(pairs: PairSet, C) -> Formulation:
+def build_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
     """Primal QP with one slack per pair and per-pair costs.
 
     Problem (14) of Cao et al. (SIGIR 2006), (9) of Xu et al. (ECML 2006);
@@ -41,30 +45,33 @@ def build_primal(pairs: PairSet, C) -> Formulation:
     ----------
     pairs : PairSet
     C : array-like of shape (n_pairs,) or float
-        Non-negative costs, held in the ``cp.Parameter`` ``parameters["C"]``
-        (DPP: change its value and re-solve without recompiling).
+        Non-negative costs.
+    costs : {"scale", "per_pair"}, default "scale"
+        How ``C`` is held as a ``cp.Parameter`` (DPP: new values re-solve
+        without recompiling, :meth:`Formulation.set_costs`):
+        ``parameters["scale"]`` times the constant ``C`` (fastest; any
+        multiple of ``C``, e.g. a ``λ`` path), or ``parameters["C"]`` per pair
+        (any costs); see :func:`~cvxrank.formulations.base.cost_parameters`.
 
     Returns
     -------
     Formulation
-        Variables ``w``, ``xi`` and ``t`` (epigraph of ``Σ C_i ξ_i``, see the
-        module comment); parameter ``C``; the dual value of the margin
-        constraint is ``α``.
+        Variables ``w``, ``xi`` (and ``t``, the epigraph of ``Σ C_i ξ_i``,
+        for ``"per_pair"``); the dual value of the margin constraint is ``α``.
     """
-    Cp = _C_parameter(pairs, C)
     w = cp.Variable(pairs.n_features, name="w")
     xi = cp.Variable(pairs.n_pairs, name="xi")
-    t = cp.Variable(name="t")
+    term, extra, constraints, params, base = _cost_term(pairs, C, costs, xi)
     D = pairs.difference_matrix()
     margin = D @ w + xi >= 1
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + t), [margin, xi >= 0, Cp @ xi <= t])
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + term), [margin, xi >= 0, *constraints])
     return Formulation(
-        "primal", problem, {"w": w, "xi": xi, "t": t}, {"C": Cp}, pairs,
-        "(14) Cao et al. 2006 = (9) Xu et al. 2006", margin,
+        "primal", problem, {"w": w, "xi": xi, **extra}, params, pairs,
+        "(14) Cao et al. 2006 = (9) Xu et al. 2006", margin, base,
     )
 
 
-def build_lifted_primal(pairs: PairSet, C) -> Formulation:
+def build_lifted_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
     """Primal QP (14) with ``D = P X`` kept factored through a score vector.
 
     .. math::
@@ -80,19 +87,20 @@ def build_lifted_primal(pairs: PairSet, C) -> Formulation:
     ----------
     pairs : PairSet
     C : array-like of shape (n_pairs,) or float
-        Non-negative costs (``cp.Parameter`` ``parameters["C"]``).
+        Non-negative costs.
+    costs : {"scale", "per_pair"}, default "scale"
+        As in :func:`build_primal`.
     """
-    Cp = _C_parameter(pairs, C)
     w = cp.Variable(pairs.n_features, name="w")
     s = cp.Variable(pairs.n_documents, name="s")
     xi = cp.Variable(pairs.n_pairs, name="xi")
-    t = cp.Variable(name="t")
+    term, extra, constraints, params, base = _cost_term(pairs, C, costs, xi)
     margin = pairs.P @ s + xi >= 1
     problem = cp.Problem(
-        cp.Minimize(0.5 * cp.sum_squares(w) + t),
-        [margin, xi >= 0, s == pairs.data.X @ w, Cp @ xi <= t],
+        cp.Minimize(0.5 * cp.sum_squares(w) + term),
+        [margin, xi >= 0, s == pairs.data.X @ w, *constraints],
     )
     return Formulation(
-        "lifted", problem, {"w": w, "s": s, "xi": xi, "t": t}, {"C": Cp}, pairs,
-        "(14) Cao et al. 2006 with D = P X lifted", margin,
+        "lifted", problem, {"w": w, "s": s, "xi": xi, **extra}, params, pairs,
+        "(14) Cao et al. 2006 with D = P X lifted", margin, base,
     )
