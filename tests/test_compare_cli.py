@@ -70,3 +70,21 @@ def test_an_unreachable_scheduler_is_an_error_within_seconds(tmp_path, capsys):
                        "--connect-timeout", "2"]) == 2
     assert time.perf_counter() - start < 10
     assert "cannot reach the Dask scheduler" in capsys.readouterr().err
+
+
+def test_max_iter_caps_every_solver_under_its_own_option_name(tmp_path, capsys):
+    """--max-iter ends runs by iteration count (deterministic), not by the clock; it is part of the study."""
+    out = str(tmp_path / "capped")
+    args = ["compare", "--instances", "ecml", "--sizes", "2", "--formulations", "lifted", "--solvers",
+            "osqp,clarabel", "--profiles", "high", "--no-progress", "--no-report", "--out", out]
+    assert main(args + ["--max-iter", "2"]) == 0
+    df = pd.read_csv(tmp_path / "capped" / "results.csv").set_index("solver")
+    assert (df["iterations"] <= 2).all()
+    assert (df["status"] == "user_limit").all() and not df["found"].any()
+    # the reference is not capped: it is certified, so the errors against it are finite
+    assert df["objective_error"].notna().all() and (df["reference_objective"] > 0).all()
+    # a different cap is a different study
+    assert main(args + ["--max-iter", "3"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(args + ["--max-iter", "0", "--overwrite"]) == 2
+    assert "--max-iter must be a positive integer" in capsys.readouterr().err

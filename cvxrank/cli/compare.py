@@ -20,6 +20,7 @@ HELP = "compare solvers and formulations on a grid of instances and tolerance pr
 EPILOG = """examples:
   cvxrank compare --instances ohsumed --sizes 1,2,4 --formulations primal,lifted,dual,hinge \\
       --solvers clarabel,ecos,osqp,scs --profiles low,mid --out study --jobs 2 --timeout 60
+  cvxrank compare ... --max-iter 10000          # cap iterations: the table no longer depends on timing
   cvxrank compare --instances ecml --sizes 5,10,20 --solvers clarabel,subgradient --out ecml-study
   cvxrank compare --instances letor:train.txt --test-fraction 0.2 --solvers clarabel --out letor-study
   cvxrank compare --instances ohsumed --sizes 1,2 --lams 0.1,1 --mu none,balanced --out costs-study
@@ -50,6 +51,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", metavar="DIR", required=True, help="output folder (results.csv, report.md, ...)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time on this machine (default 1)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
+    parser.add_argument("--max-iter", type=int, dest="max_iter",
+                        help="iteration cap of every solver of the study, under each solver's own option name "
+                             "(cvxrank.solvers.cvxpy_backend.MAX_ITER_OPTION), for the runs, not the reference; a run "
+                             "that reaches it is a 'user_limit' row whatever the machine's speed, so the table does not depend on "
+                             "timing (default: each solver's own cap)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS "
                                                                "(tcp://HOST:PORT), or local:N for a LocalCluster "
                                                                "of N worker processes started for this study")
@@ -96,7 +102,10 @@ def study_from_args(args):
     mus = [parse_mu(m) for m in split(args.mu)] or [None]
     costs = [CostSetting(lam=lam, tau=taus, mu=mu) for mu in mus for lam in _numbers(args.lams, "lams")]
     instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
-    return Study(instances, formulations, solvers, profiles, costs, timeout=args.timeout, reference=tuple(ref))
+    if args.max_iter is not None and args.max_iter < 1:
+        raise CvxrankError(f"--max-iter must be a positive integer, got {args.max_iter}")
+    return Study(instances, formulations, solvers, profiles, costs, timeout=args.timeout, reference=tuple(ref),
+                 max_iter=args.max_iter)
 
 
 def command_line(args) -> str:

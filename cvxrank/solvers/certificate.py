@@ -132,7 +132,7 @@ def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_
 
 
 def certify(pairs: PairSet, C, w, alphas=(), *, bands=MARGIN_BANDS, max_band: int | None = None,
-            gap_hint: float | None = None) -> Certificate:
+            gap_hint: float | None = None, target: float | None = None) -> Certificate:
     """Certify ``w`` with the best feasible dual point found.
 
     Candidates: the ``alphas`` given (e.g. a solver's constraint duals),
@@ -156,6 +156,13 @@ def certify(pairs: PairSet, C, w, alphas=(), *, bands=MARGIN_BANDS, max_band: in
     gap_hint : float, optional
         A known gap (QP scale) for ``w``; the gap-safe band uses the smaller
         of it and the best gap found from the other candidates.
+    target : float, optional
+        Stop refining once a candidate proves a relative gap of at most
+        ``target``: the cheap candidates (the ``alphas`` given and the
+        subgradient point) come first, then the bands from narrow to wide, then
+        the gap-safe band. The bound is as valid either way, only possibly less
+        tight. Default None: try every candidate (the tightest gap this module
+        can prove).
     """
     C = np.asarray(C, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
@@ -165,15 +172,22 @@ def certify(pairs: PairSet, C, w, alphas=(), *, bands=MARGIN_BANDS, max_band: in
     primal = qp_objective(pairs, w, C)
     candidates = [np.clip(np.asarray(a, dtype=np.float64), 0.0, C) for a in alphas if a is not None]
     candidates.append(np.where(margins < 1, C, 0.0))
+    values = [dual_objective(pairs, a) for a in candidates]
+
+    def done() -> bool:
+        return target is not None and primal - max(values) <= target * abs(primal)
+
     for eps in bands:
+        if done():
+            break
         alpha = reduced_dual(pairs, C, margins, eps, max_band)
         if alpha is not None:
             candidates.append(alpha)
-    values = [dual_objective(pairs, a) for a in candidates]
+            values.append(dual_objective(pairs, alpha))
     gap = primal - max(values)
     if gap_hint is not None:
         gap = min(gap, gap_hint)
-    if gap > 0:
+    if gap > 0 and not done():
         safe = reduced_dual(pairs, C, margins, pairs.difference_norms * np.sqrt(2.0 * gap), max_band)
         if safe is not None:
             candidates.append(safe)

@@ -149,6 +149,12 @@ class Study:
     solver_options : dict, optional
         ``{solver: {option: value}}`` added to every run of that solver
         (after the profile's tolerances, so they can override them).
+    max_iter : int, optional
+        Iteration cap of every run (not the reference), under each solver's
+        own option name (:data:`cvxrank.solvers.cvxpy_backend.MAX_ITER_OPTION`,
+        ``max_iter`` for native solvers). A run that reaches it ends as a
+        ``"user_limit"`` row however fast the machine is, so the table does not
+        depend on timing the way a time limit does. Default: each solver's own.
     warm_start : bool, default False
         Warm-start each cost setting from the previous one of the same
         (instance, formulation, solver, profile). The problem is compiled
@@ -169,6 +175,7 @@ class Study:
     solver_options: dict = field(default_factory=dict)
     warm_start: bool = False
     threads: int = 1
+    max_iter: int | None = None
 
     def __post_init__(self):
         instances = tuple(self.instances)
@@ -195,6 +202,9 @@ class Study:
         unknown = [s for s in options if s not in solvers and s != ref[0]]
         if unknown:
             raise ValidationError(f"solver_options for solvers not in the study: {unknown}")
+        if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(self.max_iter, int)
+                                          or self.max_iter < 1):
+            raise ValidationError(f"max_iter must be a positive integer or None, got {self.max_iter!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise ValidationError(f"threads must be a positive integer, got {self.threads!r}")
         for name, value in (("instances", instances), ("formulations", tuple(formulations)),
@@ -218,9 +228,17 @@ class Study:
         """Rows the study produces."""
         return sum(len(self.cells(i)) for i in self.instances) * len(self.costs)
 
+    def run_options(self, solver: str) -> dict:
+        """Options of every run of ``solver``: the iteration cap, then ``solver_options``."""
+        from cvxrank.solvers.cvxpy_backend import MAX_ITER_OPTION
+
+        cap = {} if self.max_iter is None else {MAX_ITER_OPTION.get(solver, "max_iter"): self.max_iter}
+        return {**cap, **self.solver_options.get(solver, {})}
+
     def definition(self) -> dict:
         """Everything that determines the rows, as JSON-able data (the hash covers it)."""
-        return {
+        extra = {} if self.max_iter is None else {"max_iter": self.max_iter}
+        return {**extra,
             "instances": [i.describe() for i in self.instances],
             "formulations": list(self.formulations),
             "solvers": list(self.solvers),

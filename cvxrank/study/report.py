@@ -162,6 +162,9 @@ def _definition(df, study, time_limit) -> list[str]:
     if study is not None:
         solver, form, profile = study.reference
         table = options_table(study.solvers, study.profiles).rename_axis("solver")
+        if study.max_iter is not None:
+            out.append(f"- Iteration cap per run: {study.max_iter:,} (each solver's own option name; not the "
+                       "reference): a run that reaches it is a `user_limit` row on any machine")
         out += [(f"- Reference of each instance: {solver} on the {form} formulation at profile {profile.name} "
                 f"(ε = {profile.tol:g}), certified by cvxrank's duality gap"), "",
                 "Solver options of each profile (one table translates ε into every solver's names):", "",

@@ -156,8 +156,7 @@ def _tasks(study: Study, finished: set, refs: dict):
                          if row_key({"instance": inst.name, "size": inst.size, "cost": c.name, "formulation": form,
                                      "solver": solver, "profile": profile.name}) not in finished)
             if todo:
-                run_tasks.append(Task("run", inst, form, solver, profile, todo,
-                                      dict(study.solver_options.get(solver, {})), **common))
+                run_tasks.append(Task("run", inst, form, solver, profile, todo, study.run_options(solver), **common))
     return ref_tasks, run_tasks
 
 

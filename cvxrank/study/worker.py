@@ -43,7 +43,9 @@ __all__ = ["Task", "child_main", "execute", "one_line", "skeleton_row"]
 class Task:
     """One group of runs: an instance, a formulation, a solver, a profile and the cost settings.
 
-    ``kind`` is ``"run"`` or ``"reference"`` (the instance's reference solve).
+    ``kind`` is ``"run"`` or ``"reference"`` (the instance's reference solve);
+    ``cost_parametrization`` is the QP forms' ``costs`` (see
+    :func:`cvxrank.formulations.base.cost_parameters`).
     """
 
     kind: str
@@ -55,6 +57,7 @@ class Task:
     options: dict
     warm_start: bool = False
     threads: int = 1
+    cost_parametrization: str = "scale"
 
 
 def one_line(text: str, limit: int = 500) -> str:
@@ -157,7 +160,7 @@ def execute(task: Task, send) -> None:
     tol = options.pop("tol")
     try:
         path = PathSolver(pairs, formulation=task.formulation, solver=task.solver, tol=tol,
-                          warm_start=task.warm_start, **options)
+                          warm_start=task.warm_start, costs=task.cost_parametrization, **options)
     except Exception as exc:  # noqa: BLE001 - reported as error rows
         for cost in task.costs:
             send(("row", skeleton_row(task, cost, sizes, "error", f"{type(exc).__name__}: {exc}")))
