@@ -34,7 +34,7 @@ EPILOG = """examples:
 #: The figure issue 4 asks for.
 TARGET = 3.0
 DEFAULT_CONFIGS = ("lifted:clarabel,primal:clarabel,dual:clarabel,hinge:clarabel,lifted:ecos,dual:ecos,hinge:ecos,"
-                   "lifted:osqp")
+                   "lifted:scs,lifted:osqp")
 
 
 def add_arguments(parser) -> None:

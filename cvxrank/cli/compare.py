@@ -13,6 +13,8 @@ per cell with formulation 'native'."""
 
 from __future__ import annotations
 
+import shlex
+
 from cvxrank.cli._common import parse_mu, parse_tau, split
 from cvxrank.exceptions import CvxrankError
 
@@ -124,9 +126,17 @@ def command_line(args) -> str:
     parts.append(f"--out {args.out}")
     parts.append(f"--scheduler {args.scheduler}" if args.scheduler else f"--jobs {args.jobs}")
     parts.append(f"--timeout {args.timeout:g}")
+    if args.max_iter is not None:
+        parts.append(f"--max-iter {args.max_iter}")
+    if args.seed:
+        parts.append(f"--seed {args.seed}")
+    if args.reference != "clarabel:auto:high":
+        parts.append(f"--reference {args.reference}")
     for opt in ("report", "figures", "compare_with"):
         if getattr(args, opt):
             parts.append(f"--{opt.replace('_', '-')} {getattr(args, opt)}")
+    if args.title != "Solver comparison study":
+        parts.append(f"--title {shlex.quote(args.title)}")
     return " ".join(parts)
 
 
