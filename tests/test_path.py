@@ -58,7 +58,11 @@ def test_solve_path_over_tau_and_mu_matches_fresh_solves(pairs):
     for point, got in zip(path.points, path):
         w = pair_weights(pairs, tau=point["tau"], mu=point["mu"])
         ref = fresh(pairs, "lifted", point["lam"], w)
-        assert np.allclose(got.w, ref.w, rtol=1e-5, atol=1e-7)
+        assert got.qp_objective == pytest.approx(ref.qp_objective, rel=1e-8)
+        # M is 1-strongly convex in w: a certified QP gap G puts w within sqrt(2 G) of w*.
+        bound = sum(np.sqrt(2 * r.relative_gap * r.qp_objective) for r in (got, ref))
+        assert np.linalg.norm(got.w - ref.w) <= bound
+    assert path.formulation.parameters.keys() == {"C"}  # a tau/mu grid holds one cost per pair
     assert path.coefs.shape == (8, pairs.n_features)
 
 
@@ -100,3 +104,25 @@ def test_auto_resolves_to_a_named_formulation(pairs):
 def test_bad_grids_are_refused(pairs, kwargs, match):
     with pytest.raises(ValidationError, match=match):
         solve_path(pairs, **kwargs)
+
+
+def test_a_lambda_path_moves_one_scale_and_other_costs_rebuild_once(pairs):
+    """A λ grid only scales C (parameter "scale"); costs that are no multiple switch to per-pair parameters once."""
+    path = PathSolver(pairs, formulation="lifted")
+    first = path.solve(weights=1.0, lam=1.0)
+    compiled = path.compiled
+    assert path.formulation.parameters.keys() == {"scale"}
+    second = path.solve(weights=1.0, lam=0.25)
+    assert path.compiled is compiled and path.n_builds == 1
+    assert path.formulation.parameters["scale"].value == pytest.approx(4.0, rel=1e-14)
+    assert second.qp_objective == pytest.approx(fresh(pairs, "lifted", 0.25).qp_objective, rel=1e-8)
+    assert second.qp_objective > first.qp_objective
+    weights = np.linspace(0.5, 2.0, pairs.n_pairs)
+    third = path.solve(weights=weights, lam=0.25)
+    assert path.n_builds == 2 and path.formulation.parameters.keys() == {"C"}
+    compiled = path.compiled
+    assert third.qp_objective == pytest.approx(fresh(pairs, "lifted", 0.25, weights).qp_objective, rel=1e-8)
+    path.solve(weights=2 * weights, lam=0.25)
+    assert path.compiled is compiled and path.n_builds == 2
+    with pytest.raises(ValidationError, match="unknown cost parametrization"):
+        PathSolver(pairs, costs="vector")

@@ -113,6 +113,18 @@ def test_certificate_is_tight_at_the_optimum(instance):
     assert cert.dual_residual <= 1e-6
 
 
+def test_certificate_target_stops_early_and_stays_valid(instance):
+    """With a target the refinement stops once the gap is proved; without, every candidate is tried."""
+    ref = reference(instance)
+    w = ref.w + 1e-4 * np.random.default_rng(1).standard_normal(ref.w.size)  # slightly off the optimum
+    tight = certify(instance.pairs, instance.C, w)
+    loose = certify(instance.pairs, instance.C, w, target=1.0)  # the subgradient point proves a gap below 1
+    assert loose.relative_gap <= 1.0 and tight.relative_gap <= loose.relative_gap
+    assert loose.primal == tight.primal and np.all(loose.alpha >= 0) and np.all(loose.alpha <= instance.C)
+    assert loose.primal - ref.qp_objective <= loose.gap * (1 + 1e-9) + 1e-12
+    assert certify(instance.pairs, instance.C, w, target=0.0).relative_gap == tight.relative_gap
+
+
 def test_subgradient_without_polish_is_honest(small):
     f = build_hinge(small.pairs, small.weights, small.lam)
     with pytest.warns(InaccurateSolutionWarning, match="subgradient"):
