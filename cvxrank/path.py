@@ -7,8 +7,8 @@ hinge form (9)/SIGIR), and every builder is DPP. A grid of ``λ``, ``τ``,
 ``μ`` or ``C`` values therefore needs *one* CVXPY compilation: later
 points only write new parameter values, CVXPY maps them through its cached
 parameter-to-data tensor (``problem._cache.param_prog``) and the solver
-restarts, warm-started where that helps (:data:`WARM_START`: OSQP; not
-SCS or Clarabel, measured).
+restarts, warm-started where that helps (:data:`WARM_START`: OSQP, SCS on
+the scale form; not Clarabel, measured).
 
 Along a ``λ`` grid with fixed pair weights ``c_i = τ_k(i) μ_q(i)`` the QP
 costs are Theorem 1's
@@ -53,15 +53,18 @@ from cvxrank.solvers import NATIVE_SOLVERS, SolveResult, available_solvers, solv
 
 __all__ = ["WARM_START", "PathResult", "PathSolver", "parameter_formulation", "solve_path"]
 
-#: Whether a re-solve starts from the previous solution when ``warm_start=None`` (the default).
-#: Measured along 10-point λ paths on OHSUMED-like data (``cvxrank bench path``): SCS took 20x
-#: more iterations warm-started than cold when the changed costs sat in its constraint matrix
-#: (``costs="per_pair"``), so it starts cold; Clarabel's warm start is a data update of the
-#: existing solver that keeps the first point's equilibration, and took 221 iterations over the
-#: path against 189 for fresh solvers (8,387 pairs, lifted form), so it starts afresh too (still
-#: without recompiling). OSQP takes CVXPY's warm start. Solvers not listed are warm-started when
-#: CVXPY can.
-WARM_START = {"scs": False, "clarabel": False}
+#: Whether a re-solve starts from the previous solution when ``warm_start=None`` (the default):
+#: True, False, or ``"scale"`` (only with ``costs="scale"``). Measured along 10-point λ paths on
+#: OHSUMED-like data (8,387 pairs, ``cvxrank bench path``):
+#:
+#: * SCS took 20x more iterations warm-started than cold when the changed costs sat in its
+#:   constraint matrix (``costs="per_pair"``), and 9-21 % fewer when they sit in its objective
+#:   (``costs="scale"``), so it is warm-started on the scale form only;
+#: * Clarabel's warm start is a data update of the existing solver that keeps the first point's
+#:   equilibration: 221 iterations over the path against 189 for fresh solvers (lifted form), so
+#:   it starts afresh (still without recompiling);
+#: * OSQP takes CVXPY's warm start. Solvers not listed are warm-started when CVXPY can.
+WARM_START = {"scs": "scale", "clarabel": False}
 
 
 def parameter_formulation(pairs: PairSet, weights, lam: float) -> Formulation:
@@ -98,7 +101,8 @@ class PathSolver:
         Certified relative duality gap for status ``"optimal"`` (see :func:`cvxrank.solve`).
     warm_start : bool or None, default None
         Start each re-solve from the previous solution where the solver can;
-        None follows :data:`WARM_START` (every solver but SCS and Clarabel).
+        None follows :data:`WARM_START` (every solver but Clarabel, and SCS only with
+        ``costs="scale"``).
     costs : {"scale", "per_pair"}, default "scale"
         Cost parametrization of the QP forms
         (:func:`~cvxrank.formulations.base.cost_parameters`). With
@@ -149,7 +153,7 @@ class PathSolver:
         self.requested = formulation
         self.solver = name
         self.tol = tol
-        self.warm_start = WARM_START.get(name, True) if warm_start is None else bool(warm_start)
+        self._warm_policy = WARM_START.get(name, True) if warm_start is None else bool(warm_start)
         self.costs = costs
         self.verbose = verbose
         self.options = options
@@ -157,6 +161,12 @@ class PathSolver:
         self.build_time = 0.0
         self.n_solves = 0
         self.n_builds = 0
+
+    @property
+    def warm_start(self) -> bool:
+        """Whether the next re-solve is warm-started (:data:`WARM_START`, or the ``warm_start`` given)."""
+        policy = self._warm_policy
+        return policy == "scale" and self.costs == "scale" if isinstance(policy, str) else policy
 
     def _costs(self, C, weights, lam):
         """``(C, weights, λ)`` of one grid point; the hinge form with given ``C`` is ``weights = C, λ = 1/2``."""
@@ -332,7 +342,8 @@ def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, 
     solver : str, default "clarabel"
     tol : float, default 1e-6
     warm_start : bool or None, default None
-        None: warm-start every solver but SCS and Clarabel (:data:`WARM_START`).
+        None: warm-start every solver but Clarabel, and SCS only on the scale form
+        (:data:`WARM_START`).
     verbose : bool, default False
     **options
         Solver options, as for :func:`cvxrank.solve`.

@@ -126,3 +126,16 @@ def test_a_lambda_path_moves_one_scale_and_other_costs_rebuild_once(pairs):
     assert path.compiled is compiled and path.n_builds == 2
     with pytest.raises(ValidationError, match="unknown cost parametrization"):
         PathSolver(pairs, costs="vector")
+
+
+def test_warm_start_policy_follows_the_measurements(pairs):
+    """OSQP warm, Clarabel afresh, SCS warm only while its costs sit in the objective (scale form)."""
+    assert PathSolver(pairs, solver="osqp").warm_start is True
+    assert PathSolver(pairs, solver="clarabel").warm_start is False
+    assert PathSolver(pairs, solver="clarabel", warm_start=True).warm_start is True
+    scs = PathSolver(pairs, solver="scs", formulation="lifted")
+    assert scs.warm_start is True
+    scs.solve(weights=1.0, lam=1.0)
+    scs.solve(weights=np.linspace(0.5, 2.0, pairs.n_pairs), lam=1.0)  # no multiple: per-pair costs
+    assert scs.costs == "per_pair" and scs.warm_start is False
+    assert PathSolver(pairs, solver="scs", costs="per_pair").warm_start is False

@@ -4,7 +4,7 @@ For each (formulation, solver) configuration, in this one process with single-th
   path    cvxrank.path.PathSolver: the problem is built and compiled once, then each of the
           --points lambda values (log-spaced from --lam-max down to --lam-min) only sets the
           parameter C = weights/(2 lambda) (weights and lambda for the hinge form) and re-solves,
-          warm-started as cvxrank.path.WARM_START says (every solver but SCS and Clarabel);
+          warm-started as cvxrank.path.WARM_START says (OSQP, SCS on the scale form; not Clarabel);
   fresh   for each lambda: cvxrank.build(...) + cvxrank.solve(...), a new problem every time.
 Both certify every solution (cvxrank's duality gap) and must agree (objective and w). The time of
 each mode is split into build (CVXPY expressions), compile (CVXPY's compilation, or parameter
