@@ -187,7 +187,7 @@ class PathSolver:
         if self.requested == "native":
             form = parameter_formulation(self.pairs, weights, lam)
         elif self.requested == "hinge":
-            form = build_hinge(self.pairs, weights, lam)
+            form = build_hinge(self.pairs, weights, lam, costs=self.costs)
         else:
             form = build(self.pairs, C, formulation=self.requested, costs=self.costs)
         self.build_time += time.perf_counter() - start
@@ -195,16 +195,16 @@ class PathSolver:
         self.formulation = form
 
     def _set(self, C, weights, lam) -> None:
-        params = self.formulation.parameters
-        if "weights" in params:
-            params["weights"].value = weights
-            params["lam"].value = lam
-        elif "scale" in params and proportional_scale(C, self.formulation.base_costs) is None:
+        form = self.formulation
+        hinge = "lam" in form.parameters
+        if not form.accepts(weights if hinge else C):
             # Costs that are no multiple of the first point's: rebuild once with one parameter per pair.
             self.costs = "per_pair"
             self._build(C, weights, lam)
+        elif hinge:
+            form.set_weights(weights, lam)
         else:
-            self.formulation.set_costs(C)
+            form.set_costs(C)
 
     def solve(self, *, C=None, weights=None, lam=None) -> SolveResult:
         """Solve at one point: per-pair costs ``C``, or pair ``weights`` and ``lam`` (Theorem 1).

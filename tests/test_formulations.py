@@ -189,3 +189,36 @@ def test_many_pairs_do_not_densify(name):
     tracemalloc.stop()
     assert res.status == "optimal"
     assert peak < 400e6, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_hinge_form_in_both_cost_parametrizations(small):
+    """The hinge form holds its weights as a scale (default) or per pair; both give the QP's optimum."""
+    scaled = build_hinge(small.pairs, small.weights, small.lam)
+    per_pair = build_hinge(small.pairs, small.weights, small.lam, costs="per_pair")
+    assert scaled.parameters.keys() == {"scale", "lam"} and per_pair.parameters.keys() == {"weights", "lam"}
+    assert scaled.problem.is_dcp(dpp=True) and per_pair.problem.is_dcp(dpp=True)
+    for f in (scaled, per_pair):
+        weights, lam = f.hinge_costs()
+        np.testing.assert_allclose(weights, small.weights)
+        assert lam == small.lam
+    qp = build_primal(small.pairs, small.C)
+    for f in (scaled, per_pair, qp):
+        f.problem.solve(solver="CLARABEL")
+    np.testing.assert_allclose(scaled.recover_w(), qp.recover_w(), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(per_pair.recover_w(), qp.recover_w(), rtol=1e-6, atol=1e-8)
+    # new weights and lambda: a multiple re-solves on the scale form, anything on the per-pair form
+    compiled = scaled.problem._cache.param_prog
+    scaled.set_weights(3.0 * small.weights, 2.0 * small.lam)
+    scaled.problem.solve(solver="CLARABEL")
+    assert scaled.problem._cache.param_prog is compiled
+    np.testing.assert_allclose(scaled.C(), 3.0 * small.weights / (4.0 * small.lam), rtol=1e-14)
+    fresh = build_primal(small.pairs, scaled.C())
+    fresh.problem.solve(solver="CLARABEL")
+    np.testing.assert_allclose(scaled.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-8)
+    other = small.weights * np.linspace(0.5, 2.0, small.pairs.n_pairs)
+    with pytest.raises(ValidationError, match="costs='per_pair'"):
+        scaled.set_weights(other, small.lam)
+    per_pair.set_weights(other, small.lam)
+    np.testing.assert_array_equal(per_pair.hinge_costs()[0], other)
+    per_pair.set_costs(small.C)  # QP costs: weights = C, lambda = 1/2
+    assert per_pair.hinge_costs()[1] == 0.5

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from cvxrank.costs import check_lam, estimate_tau, pair_weights, theorem1_C
+from cvxrank.costs import check_lam, estimate_tau, pair_weights
 from cvxrank.data import RankingData
 from cvxrank.datasets import ECML_SIZES, make_ecml_simulation
 from cvxrank.exceptions import ValidationError
@@ -375,10 +375,8 @@ def run_ecml_simulation(*, random_state=0, lam: float = DEFAULT_LAM, tau=None, s
         if problem is None:
             # Both methods re-solve one compiled problem: costs held pair by pair.
             problem = build(pairs, weights=weights[method], lam=lam, formulation=formulation, costs="per_pair")
-        elif "C" in problem.parameters:
-            problem.set_costs(theorem1_C(weights[method], lam))
         else:
-            problem.parameters["weights"].value = weights[method]
+            problem.set_weights(weights[method], lam)
         results[method] = solve(problem, solver, tol=tol, **(solver_options or {}))
         times[method] = time.perf_counter() - t0
 

@@ -79,7 +79,7 @@ def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = 
         (:func:`~cvxrank.formulations.base.cost_parameters`): one scale
         factor (fastest; re-solves any multiple of ``C``, such as a ``λ``
         path) or one entry per pair (re-solves any costs). The hinge form
-        always holds ``weights`` and ``lam``.
+        holds its weights the same way, and ``lam``.
     """
     if formulation not in FORMULATIONS + ("auto",):
         raise ValidationError(
@@ -90,7 +90,7 @@ def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = 
     if formulation == "hinge":
         if weights is None or lam is None:
             raise ValidationError("the hinge formulation needs weights and lam")
-        return build_hinge(pairs, weights, lam)
+        return build_hinge(pairs, weights, lam, costs=costs)
     if C is None:
         if weights is None or lam is None:
             raise ValidationError(f"the {formulation} formulation needs C, or weights and lam")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 
+from cvxrank.costs import check_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
@@ -33,7 +34,7 @@ def check_costs(values, n_pairs: int, what: str = "C") -> np.ndarray:
     return arr
 
 
-def cost_parameters(C, n_pairs: int, costs: str = "scale"):
+def cost_parameters(C, n_pairs: int, costs: str = "scale", what: str = "C"):
     """The ``cp.Parameter`` holding the QP costs ``C``, in one of two DPP parametrizations.
 
     ``"scale"`` (default)
@@ -51,20 +52,23 @@ def cost_parameters(C, n_pairs: int, costs: str = "scale"):
         Clarabel on OHSUMED-like data, see ``docs/formulation-choice.md``), hence
         not the default.
 
+    The hinge form (9) holds its pair weights the same way (``what="weights"``).
+
     Returns
     -------
     tuple
-        ``(parameters, base)``: the dict of parameters and, for ``"scale"``,
-        the constant vector ``c`` (None for ``"per_pair"``).
+        ``(parameters, base)``: the dict of parameters (``{"scale": κ}`` or
+        ``{what: C}``) and, for ``"scale"``, the constant vector ``c`` (None
+        for ``"per_pair"``).
     """
     if costs not in COST_PARAMETRIZATIONS:
         raise ValidationError(f"unknown cost parametrization {costs!r}; choose one of "
                               f"{', '.join(COST_PARAMETRIZATIONS)}")
-    values = check_costs(C, n_pairs, "C")
+    values = check_costs(C, n_pairs, what)
     if costs == "per_pair":
-        param = cp.Parameter(n_pairs, nonneg=True, name="C")
+        param = cp.Parameter(n_pairs, nonneg=True, name=what)
         param.value = values
-        return {"C": param}, None
+        return {what: param}, None
     scale = cp.Parameter(nonneg=True, name="scale")
     scale.value = 1.0
     return {"scale": scale}, values
@@ -86,9 +90,9 @@ class Formulation:
 
     Builders (:func:`~cvxrank.formulations.build_primal` and friends)
     return one; :func:`cvxrank.solve` solves it. Costs are
-    ``cp.Parameter`` objects: :meth:`set_costs` writes new ones (or set
-    ``parameters["weights"]``/``["lam"]`` of the hinge form) and the next
-    solve reuses CVXPY's compilation (DPP).
+    ``cp.Parameter`` objects: :meth:`set_costs` (QP costs ``C``) or
+    :meth:`set_weights` (pair weights and ``λ``) writes new ones and the
+    next solve reuses CVXPY's compilation (DPP).
 
     Attributes
     ----------
@@ -122,14 +126,16 @@ class Formulation:
         ``weights = C`` and ``λ = 1/2`` (Theorem 1 read backwards), so its
         hinge objective equals its QP objective ``M(w)``.
         """
-        if "C" in self.parameters:
-            return np.asarray(self.parameters["C"].value, dtype=np.float64), 0.5
-        if "scale" in self.parameters:
-            return float(self.parameters["scale"].value) * self.base_costs, 0.5
-        return (
-            np.asarray(self.parameters["weights"].value, dtype=np.float64),
-            float(self.parameters["lam"].value),
-        )
+        params = self.parameters
+        if "lam" in params:  # the hinge form (and native solvers' parameters)
+            if "weights" in params:
+                weights = np.asarray(params["weights"].value, dtype=np.float64)
+            else:
+                weights = float(params["scale"].value) * self.base_costs
+            return weights, float(params["lam"].value)
+        if "C" in params:
+            return np.asarray(params["C"].value, dtype=np.float64), 0.5
+        return float(params["scale"].value) * self.base_costs, 0.5
 
     def C(self) -> np.ndarray:
         """Per-pair QP costs ``C_i = weights_i / (2λ)`` at the current parameter values."""
@@ -149,24 +155,50 @@ class Formulation:
         ValidationError
             For invalid costs, or costs a ``"scale"`` formulation cannot express.
         """
-        if self.problem is None and "weights" not in self.parameters:
-            raise ValidationError("this formulation holds no costs")
         C = check_costs(C, self.pairs.n_pairs, "C")
         params = self.parameters
-        if "C" in params:
+        if "lam" in params:  # hinge form: weights = C with λ = 1/2
+            self.set_weights(C, 0.5)
+        elif "C" in params:
             params["C"].value = C
-        elif "scale" in params:
-            kappa = proportional_scale(C, self.base_costs)
-            if kappa is None:
-                raise ValidationError(
-                    f"the {self.name} formulation was built with costs='scale' and only takes costs "
-                    "proportional to its own (a lambda path); build it with costs='per_pair' to change "
-                    "costs pair by pair"
-                )
-            params["scale"].value = kappa
         else:
-            params["weights"].value = C
-            params["lam"].value = 0.5
+            params["scale"].value = self._scale_for(C)
+
+    def set_weights(self, weights, lam: float) -> None:
+        """Write new pair weights and ``λ`` of the hinge problem (9); QP forms get ``C = weights / (2λ)``.
+
+        Raises
+        ------
+        ValidationError
+            For invalid values, or weights a ``"scale"`` formulation cannot express.
+        """
+        weights = check_costs(weights, self.pairs.n_pairs, "weights")
+        lam = check_lam(lam)
+        params = self.parameters
+        if "lam" not in params:
+            self.set_costs(weights / (2.0 * lam))
+            return
+        if "weights" in params:
+            params["weights"].value = weights
+        else:
+            params["scale"].value = self._scale_for(weights)
+        params["lam"].value = lam
+
+    def accepts(self, costs) -> bool:
+        """Whether :meth:`set_costs` (or :meth:`set_weights`) can write these costs without a rebuild."""
+        if "scale" not in self.parameters:
+            return True
+        return proportional_scale(check_costs(costs, self.pairs.n_pairs, "costs"), self.base_costs) is not None
+
+    def _scale_for(self, values: np.ndarray) -> float:
+        kappa = proportional_scale(values, self.base_costs)
+        if kappa is None:
+            raise ValidationError(
+                f"the {self.name} formulation was built with costs='scale' and only takes costs "
+                "proportional to its own (a lambda path); build it with costs='per_pair' to change "
+                "costs pair by pair"
+            )
+        return kappa
 
     # -- reading a solution back -----------------------------------------
     def recover_w(self) -> np.ndarray:
