@@ -11,7 +11,7 @@ from cvxrank.costs import check_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
-__all__ = ["COST_PARAMETRIZATIONS", "Formulation", "check_costs", "cost_parameters"]
+__all__ = ["COST_PARAMETRIZATIONS", "Formulation", "check_costs", "cost_parameters", "proportional_scale"]
 
 #: How the QP forms hold their per-pair costs ``C`` (see :func:`cost_parameters`).
 COST_PARAMETRIZATIONS = ("scale", "per_pair")
