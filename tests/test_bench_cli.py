@@ -5,19 +5,30 @@ import json
 from cvxrank.cli import main
 
 
-def test_bench_path_writes_table_bound_and_json(tmp_path, capsys):
-    out = tmp_path / "path.json"
-    args = ["bench", "path", "--instance", "ranking", "--queries", "2", "--points", "3",
-            "--configs", "lifted:clarabel,hinge:ecos", "--json", str(out)]
+def test_bench_path_writes_table_bound_and_json_per_size(tmp_path, capsys):
+    out, report = tmp_path / "path.json", tmp_path / "path.md"
+    args = ["bench", "path", "--instance", "ranking", "--queries", "1,2", "--points", "3",
+            "--configs", "lifted:clarabel,hinge:ecos", "--json", str(out), "--report", str(report)]
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "bound without warm starts" in text and "agree (relative objective difference <= 10 tol): True" in text
     doc = json.loads(out.read_text())
-    assert [(r["formulation"], r["solver"]) for r in doc["rows"]] == [("lifted", "clarabel"), ("hinge", "ecos")]
+    assert [s["queries"] for s in doc["sizes"]] == [1, 2] and doc["sizes"][0]["pairs"] < doc["sizes"][1]["pairs"]
+    assert [(r["queries"], r["formulation"], r["solver"]) for r in doc["rows"]] == [
+        (1, "lifted", "clarabel"), (1, "hinge", "ecos"), (2, "lifted", "clarabel"), (2, "hinge", "ecos")]
+    for size in doc["sizes"]:
+        assert f"{size['queries']} queries, {size['documents']} documents, {size['pairs']} pairs" in report.read_text()
     for r in doc["rows"]:
         assert r["statuses"] == ["optimal"] and r["bound"] >= 1.0
         fresh = r["fresh"]
         assert r["bound"] == r["fresh_s"] / (r["fresh_s"] - fresh["build"] - fresh["compile"])
+
+
+def test_bench_path_refuses_bad_sizes_in_one_line(capsys):
+    assert main(["bench", "path", "--queries", "2,x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--queries must be positive integers" in err and "'2,x'" in err
+    assert main(["bench", "path", "--queries", "0"]) == 2
 
 
 def test_bench_formulations_headline_and_shapes_report(tmp_path, capsys):
