@@ -158,9 +158,9 @@ class _PairwiseRanker(BaseRanker):
 
         The CVXPY problem is built once and re-solved through its cost
         Parameters (DPP, warm starts; :func:`cvxrank.path.solve_path`). It saves
-        the compilation, a small share of the work with CVXPY 1.9: 0.83-1.66x
-        as fast as fresh fits from 819 to 10,408 pairs, see ``docs/path-benchmark.md``. ``τ`` (estimated
-        once) and ``μ`` are shared by every point. Native solvers (``gd``,
+        the compilation, a small share of the work with CVXPY 1.9: 0.72-1.66x
+        as fast as fresh fits from 819 to 10,408 pairs (``docs/path-benchmark.md``).
+        ``τ`` (estimated once) and ``μ`` are shared by every point. Native solvers (``gd``,
         ``subgradient``, ``cutting_plane``) have nothing to recompile and fall
         back to one :meth:`fit` per ``λ``.
 
