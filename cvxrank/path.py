@@ -63,8 +63,14 @@ __all__ = ["WARM_START", "PathResult", "PathSolver", "parameter_formulation", "s
 #: * Clarabel's warm start is a data update of the existing solver that keeps the first point's
 #:   equilibration: 221 iterations over the path against 189 for fresh solvers (lifted form), so
 #:   it starts afresh (still without recompiling);
+#: * the native cutting-plane solver starts from the previous ``w`` (its ``warm_start_w``):
+#:   1,545 iterations over the path against 3,250 cold on 8,387 pairs (739 against 2,749 on 90,447);
+#: * ``gd`` (Fig. 3 of the SIGIR paper, as published) and ``subgradient`` always start at 0;
 #: * OSQP takes CVXPY's warm start. Solvers not listed are warm-started when CVXPY can.
-WARM_START = {"scs": "scale", "clarabel": False}
+WARM_START = {"scs": "scale", "clarabel": False, "cutting_plane": True, "gd": False, "subgradient": False}
+
+#: Native solvers that take a starting point (``warm_start_w``).
+_NATIVE_STARTS = ("cutting_plane",)
 
 
 def parameter_formulation(pairs: PairSet, weights, lam: float) -> Formulation:
@@ -101,8 +107,9 @@ class PathSolver:
         Certified relative duality gap for status ``"optimal"`` (see :func:`cvxrank.solve`).
     warm_start : bool or None, default None
         Start each re-solve from the previous solution where the solver can;
-        None follows :data:`WARM_START` (every solver but Clarabel, and SCS only with
-        ``costs="scale"``).
+        None follows :data:`WARM_START` (every solver but Clarabel, ``gd`` and
+        ``subgradient``, and SCS only with ``costs="scale"``). The native
+        ``cutting_plane`` solver starts from the previous ``w``.
     costs : {"scale", "per_pair"}, default "scale"
         Cost parametrization of the QP forms
         (:func:`~cvxrank.formulations.base.cost_parameters`). With
@@ -161,6 +168,7 @@ class PathSolver:
         self.build_time = 0.0
         self.n_solves = 0
         self.n_builds = 0
+        self._last_w = None
 
     @property
     def warm_start(self) -> bool:
@@ -218,8 +226,13 @@ class PathSolver:
         else:
             self._set(C, weights, lam)
         self.n_solves += 1
-        return solve(self.formulation, self.solver, tol=self.tol, warm_start=self.warm_start,
-                     verbose=self.verbose, **self.options)
+        options = self.options
+        if self.solver in _NATIVE_STARTS and self.warm_start and self._last_w is not None:
+            options = {**options, "warm_start_w": self._last_w}
+        result = solve(self.formulation, self.solver, tol=self.tol, warm_start=self.warm_start,
+                       verbose=self.verbose, **options)
+        self._last_w = result.w
+        return result
 
     @property
     def compiled(self):
@@ -342,8 +355,8 @@ def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, 
     solver : str, default "clarabel"
     tol : float, default 1e-6
     warm_start : bool or None, default None
-        None: warm-start every solver but Clarabel, and SCS only on the scale form
-        (:data:`WARM_START`).
+        None: warm-start every solver but Clarabel, ``gd`` and ``subgradient``,
+        and SCS only on the scale form (:data:`WARM_START`).
     verbose : bool, default False
     **options
         Solver options, as for :func:`cvxrank.solve`.

@@ -223,6 +223,12 @@ def test_fit_path_equals_refits(data):
         # Both are certified to a relative gap of 1e-6; strong convexity bounds their distance by sqrt(G/lam).
         bound = np.sqrt(m.result_.duality_gap / m.lam) + 1e-8
         assert np.linalg.norm(m.coef_ - ref) <= bound
+    planes = RankSVMIR(tau=TAU, random_state=0, solver="cutting_plane").fit_path(data, lams=lams)
+    for m, ref in zip(planes, models):  # pair-free, each point started from the previous w
+        assert m.result_.formulation == "pairfree" and m.result_.found and m.lam == ref.lam
+        # Each is within sqrt(G / lam) of w* (both gaps on the hinge scale (9) at this lam).
+        bound = np.sqrt(m.result_.duality_gap / m.lam) + np.sqrt(ref.result_.duality_gap / m.lam) + 1e-8
+        assert np.linalg.norm(m.coef_ - ref.coef_) <= bound
     gd = RankSVM(solver="subgradient", formulation="hinge").fit_path(data, lams=[1.0, 2.0])
     assert [m.result_.solver for m in gd] == ["subgradient", "subgradient"]
     with pytest.raises(ValidationError, match="lam must be positive"):

@@ -139,3 +139,28 @@ def test_warm_start_policy_follows_the_measurements(pairs):
     scs.solve(weights=np.linspace(0.5, 2.0, pairs.n_pairs), lam=1.0)  # no multiple: per-pair costs
     assert scs.costs == "per_pair" and scs.warm_start is False
     assert PathSolver(pairs, solver="scs", costs="per_pair").warm_start is False
+    assert PathSolver(pairs, solver="cutting_plane", formulation="native").warm_start is True
+    assert PathSolver(pairs, solver="gd", formulation="native").warm_start is False
+
+
+def test_cutting_plane_path_starts_each_point_from_the_previous_w(pairs, monkeypatch):
+    import importlib
+
+    cp_module = importlib.import_module("cvxrank.native.cutting_plane")  # the module, not the function
+    starts, real = [], cp_module.cutting_plane
+
+    def spy(oracle, lam, **kw):
+        starts.append(None if kw.get("warm_start_w") is None else np.array(kw["warm_start_w"]))
+        return real(oracle, lam, **kw)
+
+    monkeypatch.setattr(cp_module, "cutting_plane", spy)
+    warm = solve_path(pairs, lams=LAMS, formulation="native", solver="cutting_plane")
+    cold = solve_path(pairs, lams=LAMS, formulation="native", solver="cutting_plane", warm_start=False)
+    assert starts[0] is None and all(s is None for s in starts[3:])
+    for start, previous in zip(starts[1:3], warm.results[:2]):
+        np.testing.assert_array_equal(start, previous.w)
+    for lam, w, c in zip(LAMS, warm, cold):
+        ref = fresh(pairs, "dual", lam)
+        assert w.status == c.status == "optimal"
+        assert w.qp_objective == pytest.approx(ref.qp_objective, rel=1e-5)
+        assert c.qp_objective == pytest.approx(ref.qp_objective, rel=1e-5)

@@ -134,14 +134,15 @@ class _PairwiseRanker(BaseRanker):
         lam = resolve_lam(self.lam, self.C)
         table, mu = self._costs(data)
         solver = self._solver_name(data)
-        options = self._options(solver)
+        result = self._solve(data, table, mu, lam, solver, self._options(solver))
+        return self._set_fitted(result, data, lam, table)
+
+    def _solve(self, data, table, mu, lam, solver, options):
         if solver == "cutting_plane" and self.formulation == "auto":
             from cvxrank.native import solve_pairfree
 
-            result = solve_pairfree(data, tau=table, mu=mu, lam=lam, tol=self.tol, **options)
-        else:
-            result = self._solve_pairs(data, table, mu, lam, solver, options)
-        return self._set_fitted(result, data, lam, table)
+            return solve_pairfree(data, tau=table, mu=mu, lam=lam, tol=self.tol, **options)
+        return self._solve_pairs(data, table, mu, lam, solver, options)
 
     def _set_fitted(self, result, data, lam, table):
         self.coef_ = np.asarray(result.w, dtype=np.float64)
@@ -158,11 +159,13 @@ class _PairwiseRanker(BaseRanker):
 
         The CVXPY problem is built once and re-solved through its cost
         Parameters (DPP, warm starts; :func:`cvxrank.path.solve_path`). It saves
-        the compilation, a small share of the work with CVXPY 1.9: 0.72-1.66x
-        as fast as fresh fits from 819 to 10,408 pairs (``docs/path-benchmark.md``).
-        ``τ`` (estimated once) and ``μ`` are shared by every point. Native solvers (``gd``,
-        ``subgradient``, ``cutting_plane``) have nothing to recompile and fall
-        back to one :meth:`fit` per ``λ``.
+        the compilation, a small share of the work with CVXPY 1.9: 0.83-1.66x
+        as fast as fresh fits from 819 to 90,447 pairs (``docs/path-benchmark.md``).
+        ``τ`` (estimated once) and ``μ`` are shared by every point. Native
+        solvers have nothing to recompile: ``cutting_plane`` solves the
+        points in order, each started from the previous ``w``
+        (:data:`cvxrank.path.WARM_START`); ``gd``, ``subgradient`` and
+        ``fallback`` fall back to one :meth:`fit` per ``λ``.
 
         Returns
         -------
@@ -183,7 +186,15 @@ class _PairwiseRanker(BaseRanker):
         proto._check_params()
         data = as_ranking_data(X, y, qid, estimator=proto)
         solver = proto._solver_name(data)
-        if solver in NATIVE_SOLVERS or solver in ("cutting_plane", "fallback"):
+        if solver == "cutting_plane":
+            table, mu = proto._costs(data)
+            options, models = proto._options(solver), []
+            for v in lams:
+                result = proto._solve(data, table, mu, v, solver, options)
+                options = {**options, "warm_start_w": result.w}
+                models.append(clone(proto).set_params(lam=v)._set_fitted(result, data, v, table))
+            return models
+        if solver in NATIVE_SOLVERS or solver == "fallback":
             return [clone(proto).set_params(lam=v).fit(data) for v in lams]
         table, mu = proto._costs(data)
         pairs = make_pairs(data)
