@@ -235,6 +235,23 @@ def test_fit_path_equals_refits(data):
         RankSVM().fit_path(data, lams=[1.0, -1.0])
 
 
+def test_fit_path_with_cutting_plane_starts_each_lam_from_the_previous_w(data, monkeypatch):
+    import importlib
+
+    cp_module = importlib.import_module("cvxrank.native.cutting_plane")  # the module, not the function
+    starts, real = [], cp_module.cutting_plane
+
+    def spy(oracle, lam, **kw):
+        starts.append(kw.get("warm_start_w"))
+        return real(oracle, lam, **kw)
+
+    monkeypatch.setattr(cp_module, "cutting_plane", spy)
+    models = RankSVM(solver="cutting_plane").fit_path(data, lams=[1.0, 0.3, 0.1])
+    assert starts[0] is None and len(starts) == 3
+    for start, previous in zip(starts[1:], models[:2]):
+        np.testing.assert_array_equal(start, previous.coef_)
+
+
 def test_auto_solver_goes_pair_free_for_large_problems(data, monkeypatch):
     import cvxrank.estimators.pairwise as pw
 
