@@ -1,9 +1,15 @@
-"""Per-pair costs: ``τ`` per grade pair, ``μ`` per query, and Theorem 1's ``C``.
+"""One costs value for the whole package: ``τ`` per grade pair, ``μ`` per query, or per-pair weights.
 
 The weighted hinge loss (9) of Cao et al. (SIGIR 2006) weighs pair ``i`` by
-``τ_k(i) μ_q(i)``; Theorem 1 turns it into the QP (14) with
-``C_i = τ_k(i) μ_q(i) / (2λ)``. ECML 2006's Proposition 1 is the case
-``μ = 1``; Ranking SVM is ``τ = μ = 1``.
+``c_i = τ_k(i) μ_q(i)``; Theorem 1 turns it into the QP (14) with
+``C_i = c_i / (2λ)``. ECML 2006's Proposition 1 is the case ``μ = 1``; Ranking
+SVM is ``τ = μ = 1``. Explicit preference pairs (click-through data) carry
+their own per-pair weights instead.
+
+:class:`Costs` is the one place where a costs value is parsed and validated;
+the command line (:meth:`Costs.from_text`), the estimators, the model files
+(:meth:`Costs.to_json`), the native solvers, the paths and the studies all go
+through it. A ``τ`` of 0 drops that grade pair from the loss.
 """
 
 from __future__ import annotations
@@ -17,40 +23,67 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
-__all__ = ["pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C", "check_lam", "estimate_tau"]
+__all__ = ["Costs", "pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C", "check_lam",
+           "estimate_tau"]
 
 
-def _positive(value, what: str) -> float:
+def _plain(value):
+    """A numpy scalar as the Python scalar it holds (dict keys compare across the two)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _number(value, what: str, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool):
+        raise ValidationError(f"{what} must be a number, got {value!r}")
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValidationError(f"{what} must be a positive number, got {value!r}") from None
-    if not np.isfinite(v) or v <= 0:
-        raise ValidationError(f"{what} must be positive and finite, got {value!r}")
+        raise ValidationError(f"{what} must be a {'non-negative' if allow_zero else 'positive'} number, "
+                              f"got {value!r}") from None
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ValidationError(f"{what} must be {'non-negative' if allow_zero else 'positive'} and finite, "
+                              f"got {value!r}")
     return v
+
+
+def _positive(value, what: str) -> float:
+    return _number(value, what)
 
 
 def check_lam(lam) -> float:
     """Validate the regularisation weight ``λ`` (positive and finite) and return it as float."""
     if isinstance(lam, bool) or not isinstance(lam, (Real, np.floating, np.integer)):
         raise ValidationError(f"lam must be a positive number, got {lam!r}")
-    return _positive(lam, "lam")
+    v = _positive(lam, "lam")
+    if 1.0 / (2.0 * v) == np.inf:
+        raise ValidationError(f"lam={lam!r} is too small: C = 1/(2 lam) overflows")
+    return v
+
+
+def _parse_grade(text: str):
+    text = text.strip()
+    try:
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    except ValueError:
+        raise ValidationError(f"{text!r} is not a grade (a number)") from None
 
 
 def _tau_table(tau) -> dict[tuple, float]:
-    """Accept a mapping ``{(higher, lower): value}`` or a DataFrame with columns higher, lower, tau."""
-    if hasattr(tau, "columns") and {"higher", "lower", "tau"} <= set(tau.columns):
-        tau = {(row.higher, row.lower): row.tau for row in tau.itertuples()}
+    """Normalise ``τ``: a mapping ``{(higher, lower): value >= 0}`` or a DataFrame (higher, lower, tau)."""
+    if hasattr(tau, "columns"):
+        if not {"higher", "lower", "tau"} <= set(tau.columns):
+            raise ValidationError("a tau DataFrame needs the columns higher, lower and tau")
+        tau = {(_plain(row.higher), _plain(row.lower)): row.tau for row in tau.itertuples()}
     if not isinstance(tau, Mapping):
         raise ValidationError(
-            "tau must be None or a mapping {(higher grade, lower grade): value}, "
+            "tau must be None, a mapping {(higher grade, lower grade): value} or a DataFrame, "
             f"got {type(tau).__name__}"
         )
     table = {}
     for key, value in tau.items():
         if not (isinstance(key, tuple) and len(key) == 2):
             raise ValidationError(f"tau key {key!r} is not a (higher grade, lower grade) pair")
-        hi, lo = key
+        hi, lo = (_plain(k) for k in key)
         try:
             ordered = bool(hi > lo)
         except TypeError:
@@ -60,46 +93,273 @@ def _tau_table(tau) -> dict[tuple, float]:
                 f"tau key {key!r} is ordered the wrong way: write (higher grade, lower grade), "
                 f"e.g. {(lo, hi)!r}"
             )
-        table[(hi, lo)] = _positive(value, f"tau[{key!r}]")
+        table[(hi, lo)] = _number(value, f"tau[{key!r}]", allow_zero=True)
+    if table and not any(v > 0 for v in table.values()):
+        raise ValidationError("every tau is 0: no pair would count in the loss")
+    return table
+
+
+def _mu_spec(mu):
+    """Normalise ``μ``: None, ``"balanced"`` or a mapping ``{query id: value > 0}``."""
+    if mu is None:
+        return None
+    if isinstance(mu, str):
+        if mu not in ("balanced", "none"):
+            raise ValidationError(f"mu must be None, 'balanced' or a mapping {{qid: value}}, got {mu!r}")
+        return None if mu == "none" else "balanced"
+    if not isinstance(mu, Mapping):
+        raise ValidationError(f"mu must be None, 'balanced' or a mapping {{qid: value}}, got {type(mu).__name__}")
+    return {_plain(k): _positive(v, f"mu[{k!r}]") for k, v in mu.items()}
+
+
+class Costs:
+    """The costs of the weighted hinge loss (9)/SIGIR, parsed and validated once.
+
+    Exactly one of two kinds:
+
+    * **grade-pair and query weights** ``c_i = τ_k(i) μ_q(i)``: ``tau`` per
+      (higher grade, lower grade) pair (default all ones; a value of 0 drops
+      that grade pair from the loss) and ``mu`` per query (None for all ones,
+      ``"balanced"`` for (10)/SIGIR, or a mapping ``{qid: value}``);
+    * **explicit per-pair weights** ``weights`` (one non-negative number per
+      pair, e.g. for click-through preference pairs).
+
+    A ``Costs`` value does not depend on the data; :meth:`pair_weights`
+    evaluates it on a :class:`~cvxrank.pairs.PairSet` (checking that every
+    grade pair and query of the data has a value), and the pair-free solver
+    reads it per (query, grade pair) cell
+    (:func:`cvxrank.native.costs.cost_table`).
+
+    Parameters
+    ----------
+    tau : mapping, DataFrame or None
+        ``{(higher grade, lower grade): value >= 0}``, or a DataFrame with
+        columns ``higher, lower, tau`` (e.g. from :func:`estimate_tau`).
+    mu : None, "balanced" or mapping
+    weights : array-like of shape (n_pairs,), optional
+        Explicit per-pair weights; excludes ``tau`` and ``mu``.
+
+    Examples
+    --------
+    >>> costs = Costs(tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}, mu="balanced")
+    >>> costs
+    Costs(tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}, mu='balanced')
+    >>> Costs.from_text("2-1=2,2-0=3,1-0=1", "balanced") == costs
+    True
+    """
+
+    __slots__ = ("tau", "mu", "weights")
+
+    def __init__(self, tau=None, mu=None, weights=None):
+        if weights is not None:
+            if tau is not None or mu is not None:
+                raise ValidationError("give either explicit per-pair weights or tau/mu, not both")
+            try:
+                arr = np.array(weights, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValidationError(f"weights must be numeric, got {type(weights).__name__}") from None
+            if arr.ndim != 1:
+                raise ValidationError(f"weights must be one value per pair (1-dimensional), got shape {arr.shape}")
+            if not np.all(np.isfinite(arr)):
+                raise ValidationError("weights has a NaN or infinite value")
+            if np.any(arr < 0):
+                raise ValidationError(f"weights must be non-negative, found {arr.min():g}")
+            arr.setflags(write=False)
+            weights = arr
+        object.__setattr__(self, "tau", None if tau is None else _tau_table(tau))
+        object.__setattr__(self, "mu", _mu_spec(mu))
+        object.__setattr__(self, "weights", weights)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Costs is immutable; make a new one")
+
+    # -- construction ------------------------------------------------------
+    @classmethod
+    def coerce(cls, costs=None, *, tau=None, mu=None, weights=None) -> Costs:
+        """A ``Costs`` from one given (returned as is) or from ``tau``/``mu``/``weights``."""
+        if costs is not None:
+            if not isinstance(costs, Costs):
+                raise ValidationError(f"costs must be a cvxrank.Costs, got {type(costs).__name__}")
+            if tau is not None or mu is not None or weights is not None:
+                raise ValidationError("give either costs= or tau/mu/weights, not both")
+            return costs
+        return cls(tau=tau, mu=mu, weights=weights)
+
+    @classmethod
+    def from_text(cls, tau: str | None = None, mu: str | None = None) -> Costs:
+        """Parse the command-line forms: ``tau="2-1=3,2-0=3,1-0=0.5"``, ``mu="none"`` or ``"balanced"``.
+
+        Examples
+        --------
+        >>> Costs.from_text("2-1=3,1-0=0.5").tau
+        {(2, 1): 3.0, (1, 0): 0.5}
+        """
+        return cls(tau=None if tau is None else parse_tau_text(tau), mu=mu)
+
+    @property
+    def kind(self) -> str:
+        """``"explicit"`` for per-pair weights, ``"grades"`` for ``τ``/``μ``."""
+        return "explicit" if self.weights is not None else "grades"
+
+    @property
+    def uniform(self) -> bool:
+        """True for Ranking SVM's costs: all ``τ`` and ``μ`` equal to 1 (or absent)."""
+        if self.weights is not None:
+            return bool(np.all(self.weights == 1.0))
+        return (self.tau is None or all(v == 1.0 for v in self.tau.values())) and (
+            self.mu is None or (isinstance(self.mu, dict) and all(v == 1.0 for v in self.mu.values())))
+
+    # -- evaluation ----------------------------------------------------------
+    def tau_per_pair(self, pairs: PairSet) -> np.ndarray:
+        """``τ_k(i)`` of every pair (ones when ``tau`` is None), checked against the pairs' grade pairs."""
+        if self.tau is None:
+            return np.ones(pairs.n_pairs)
+        self.check_grade_pairs(pairs.types)
+        # Code the pairs by their distinct types, not by the data's grades: explicit
+        # preference pairs have type (1, 0) whatever the grades of the documents.
+        types, code = np.unique(pairs.pair_type, axis=0, return_inverse=True)
+        by_code = np.array([self.tau[tuple(_plain(v) for v in row)] for row in types], dtype=np.float64)
+        return by_code[code.ravel()]
+
+    def mu_per_query(self, query_ids: np.ndarray, pairs_per_query: np.ndarray) -> np.ndarray:
+        """``μ_q`` of every query (0 for queries without pairs), checked against the query ids."""
+        counts = np.asarray(pairs_per_query, dtype=np.float64)
+        has = counts > 0
+        if self.mu is None:
+            return has.astype(np.float64)
+        if self.mu == "balanced":
+            return np.where(has, counts.max(initial=0.0) / np.maximum(counts, 1.0), 0.0)
+        pos = {_plain(k): j for j, k in enumerate(query_ids)}
+        unknown = [k for k in self.mu if k not in pos]
+        if unknown:
+            raise ValidationError(f"mu has query ids that are not in the data: {unknown[:5]}")
+        out = np.full(len(query_ids), np.nan)
+        for k, v in self.mu.items():
+            out[pos[k]] = v
+        lacking = has & np.isnan(out)
+        if lacking.any():
+            raise ValidationError(f"mu has no value for queries {np.asarray(query_ids)[lacking][:5].tolist()} "
+                                  "(they have pairs)")
+        return np.where(has, out, 0.0)
+
+    def check_grade_pairs(self, present) -> None:
+        """Refuse a ``τ`` table that lacks a grade pair of the data or names one the data lacks."""
+        if self.tau is None:
+            return
+        present = [tuple(_plain(v) for v in k) for k in present]
+        unknown = [k for k in self.tau if k not in set(present)]
+        if unknown:
+            raise ValidationError(f"tau has grade pairs that do not occur in the data: {unknown}; "
+                                  f"present: {sorted(present)}")
+        missing = [k for k in present if k not in self.tau]
+        if missing:
+            raise ValidationError(f"tau has no value for grade pairs {sorted(missing)}; "
+                                  f"give one for each of {sorted(present)}")
+
+    def pair_weights(self, pairs: PairSet) -> np.ndarray:
+        """Per-pair weights ``c_i`` (``τ_k(i) μ_q(i)``, or the explicit weights) on ``pairs``.
+
+        Raises
+        ------
+        ValidationError
+            For a grade pair or query of the data without a value (or a value
+            for one the data lacks), explicit weights of the wrong length, or
+            weights that are all zero.
+        """
+        if not isinstance(pairs, PairSet):
+            raise ValidationError(f"pair weights need a PairSet, got {type(pairs).__name__}")
+        if self.weights is not None:
+            if self.weights.shape != (pairs.n_pairs,):
+                raise ValidationError(f"weights must have one value per pair ({pairs.n_pairs}), "
+                                      f"got shape {self.weights.shape}")
+            out = np.array(self.weights)
+        else:
+            mu = self.mu_per_query(pairs.data.query_ids, pairs.pairs_per_query)
+            out = self.tau_per_pair(pairs) * mu[pairs.query]
+        if pairs.n_pairs and not np.any(out > 0):
+            raise ValidationError("every pair has weight 0 (all tau or weights are 0): nothing to learn")
+        return out
+
+    # -- serialisation -------------------------------------------------------
+    def to_json(self) -> dict:
+        """A JSON-ready dict (model files); :meth:`from_json` reads it back exactly."""
+        if self.weights is not None:
+            return {"weights": self.weights.tolist()}
+        return {
+            "tau": None if self.tau is None else [[hi, lo, v] for (hi, lo), v in self.tau.items()],
+            "mu": self.mu if not isinstance(self.mu, dict) else [[k, v] for k, v in self.mu.items()],
+        }
+
+    @classmethod
+    def from_json(cls, obj) -> Costs:
+        """Read :meth:`to_json`'s dict back; a malformed one is a :class:`ValidationError`."""
+        if not isinstance(obj, Mapping) or not set(obj) <= {"tau", "mu", "weights"}:
+            raise ValidationError("costs must be an object with keys tau and mu (or weights)")
+        if "weights" in obj:
+            return cls(weights=obj["weights"])
+
+        def entries(value, width, what):
+            if not isinstance(value, list) or not all(isinstance(e, list) and len(e) == width for e in value):
+                raise ValidationError(f"costs {what} must be a list of {width}-item lists")
+            return value
+
+        tau, mu = obj.get("tau"), obj.get("mu")
+        if tau is not None:
+            tau = {(hi, lo): v for hi, lo, v in entries(tau, 3, "tau")}
+        if isinstance(mu, list):
+            mu = {k: v for k, v in entries(mu, 2, "mu")}
+        return cls(tau=tau, mu=mu)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Costs):
+            return NotImplemented
+        if (self.weights is None) != (other.weights is None):
+            return False
+        if self.weights is not None:
+            return bool(np.array_equal(self.weights, other.weights))
+        return self.tau == other.tau and self.mu == other.mu
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        if self.weights is not None:
+            return f"Costs(weights=<{self.weights.shape[0]} per-pair values>)"
+        parts = [f"tau={self.tau!r}"] if self.tau is not None else []
+        if self.mu is not None:
+            parts.append(f"mu={self.mu!r}" if not isinstance(self.mu, dict) else f"mu=<{len(self.mu)} queries>")
+        return f"Costs({', '.join(parts)})"
+
+
+def parse_tau_text(text: str) -> dict:
+    """``"2-1=3,2-0=3,1-0=0.5"`` -> ``{(2, 1): 3.0, (2, 0): 3.0, (1, 0): 0.5}`` (validated by :class:`Costs`)."""
+    table = {}
+    for item in str(text).split(","):
+        key, sep, value = item.partition("=")
+        hi, dash, lo = key.strip().partition("-")
+        if not (sep and dash):
+            raise ValidationError(f"tau item {item!r} is not HIGHER-LOWER=VALUE (e.g. 2-1=3)")
+        try:
+            grade_pair = (_parse_grade(hi), _parse_grade(lo))
+            number = float(value)
+        except (ValueError, ValidationError):
+            raise ValidationError(f"tau item {item!r} is not HIGHER-LOWER=VALUE with numbers") from None
+        if grade_pair in table:
+            raise ValidationError(f"tau names the grade pair {grade_pair[0]}-{grade_pair[1]} twice")
+        table[grade_pair] = number
     return table
 
 
 def tau_per_pair(pairs: PairSet, tau=None) -> np.ndarray:
-    """``τ_k(i)`` of every pair from a table of grade-pair costs.
-
-    Parameters
-    ----------
-    pairs : PairSet
-    tau : mapping or DataFrame, optional
-        ``{(higher grade, lower grade): positive value}`` with a value for
-        every grade pair present in ``pairs`` and no others (a DataFrame with
-        columns ``higher``, ``lower``, ``tau`` is accepted too). Default: all
-        ones.
+    """``τ_k(i)`` of every pair from a table of grade-pair costs (see :class:`Costs`).
 
     Raises
     ------
     ValidationError
-        For a non-positive or non-finite value, a key ordered the wrong way, a
+        For a negative or non-finite value, a key ordered the wrong way, a
         grade pair that does not occur in the data, or a grade pair of the
         data without a value.
     """
-    if tau is None:
-        return np.ones(pairs.n_pairs)
-    table = _tau_table(tau)
-    present = pairs.types
-    unknown = [k for k in table if k not in set(present)]
-    if unknown:
-        raise ValidationError(
-            f"tau has grade pairs that do not occur in the data: {unknown}; present: {present}"
-        )
-    missing = [k for k in present if k not in table]
-    if missing:
-        raise ValidationError(f"tau has no value for grade pairs {missing}; give one for each of {present}")
-    # Code the pairs by their distinct types, not by the data's grades: explicit
-    # preference pairs have type (1, 0) whatever the grades of the documents.
-    types, code = np.unique(pairs.pair_type, axis=0, return_inverse=True)
-    by_code = np.array([table[tuple(row.tolist())] for row in types], dtype=np.float64)
-    return by_code[code.ravel()]
+    return Costs(tau=tau).tau_per_pair(pairs)
 
 
 def balanced_mu(pairs: PairSet) -> dict:
@@ -113,58 +373,28 @@ def balanced_mu(pairs: PairSet) -> dict:
     counts = pairs.pairs_per_query
     top = counts.max()
     ids = pairs.data.query_ids
-    return {ids[j].item() if hasattr(ids[j], "item") else ids[j]: float(top / counts[j])
-            for j in np.flatnonzero(counts)}
+    return {_plain(ids[j]): float(top / counts[j]) for j in np.flatnonzero(counts)}
 
 
 def mu_per_pair(pairs: PairSet, mu=None) -> np.ndarray:
-    """``μ_q(i)`` of every pair.
-
-    Parameters
-    ----------
-    pairs : PairSet
-    mu : None, "balanced", or mapping
-        None: all ones. ``"balanced"``: equation (10) of the SIGIR paper, see
-        :func:`balanced_mu`. A mapping ``{query id: positive value}`` with a
-        value for every query that has pairs (extra keys that are not query ids
-        of the data are an error).
-    """
-    if mu is None:
-        return np.ones(pairs.n_pairs)
-    if isinstance(mu, str):
-        if mu != "balanced":
-            raise ValidationError(f"mu must be None, 'balanced' or a mapping, got {mu!r}")
-        counts = pairs.pairs_per_query.astype(np.float64)
-        return counts.max() / counts[pairs.query]
-    if not isinstance(mu, Mapping):
-        raise ValidationError(f"mu must be None, 'balanced' or a mapping {{qid: value}}, got {type(mu).__name__}")
-    ids = pairs.data.query_ids
-    pos = {(k.item() if hasattr(k, "item") else k): j for j, k in enumerate(ids)}
-    unknown = [k for k in mu if k not in pos]
-    if unknown:
-        raise ValidationError(f"mu has query ids that are not in the data: {unknown[:5]}")
-    per_query = np.full(ids.shape[0], np.nan)
-    for k, v in mu.items():
-        per_query[pos[k]] = _positive(v, f"mu[{k!r}]")
-    values = per_query[pairs.query]
-    if np.isnan(values).any():
-        lacking = ids[np.unique(pairs.query[np.isnan(values)])]
-        raise ValidationError(f"mu has no value for queries {lacking[:5].tolist()} (they have pairs)")
-    return values
+    """``μ_q(i)`` of every pair: None (ones), ``"balanced"`` ((10)/SIGIR) or ``{qid: value}`` (see :class:`Costs`)."""
+    return Costs(mu=mu).mu_per_query(pairs.data.query_ids, pairs.pairs_per_query)[pairs.query]
 
 
 def pair_weights(pairs: PairSet, tau=None, mu=None) -> np.ndarray:
     """Per-pair weight ``τ_k(i) μ_q(i)`` of the loss (9) of Cao et al. (SIGIR 2006).
 
+    Shorthand for ``Costs(tau=tau, mu=mu).pair_weights(pairs)``.
+
     Parameters
     ----------
     pairs : PairSet
     tau : mapping, optional
-        ``{(higher grade, lower grade): value}``; see :func:`tau_per_pair`.
+        ``{(higher grade, lower grade): value}``; 0 drops that grade pair.
         Default all ones (Ranking SVM).
     mu : None, "balanced" or mapping, optional
-        Per-query weight; see :func:`mu_per_pair`. Default all ones
-        (ECML 2006's cost-sensitive Ranking SVM).
+        Per-query weight. Default all ones (ECML 2006's cost-sensitive
+        Ranking SVM).
 
     Returns
     -------
@@ -179,7 +409,7 @@ def pair_weights(pairs: PairSet, tau=None, mu=None) -> np.ndarray:
     >>> pair_weights(pairs, tau={(2, 1): 3.0, (2, 0): 3.0, (1, 0): 0.5}).tolist()
     [3.0, 3.0, 0.5]
     """
-    return tau_per_pair(pairs, tau) * mu_per_pair(pairs, mu)
+    return Costs(tau=tau, mu=mu).pair_weights(pairs)
 
 
 def theorem1_C(weights, lam) -> np.ndarray:
@@ -202,6 +432,7 @@ def theorem1_C(weights, lam) -> np.ndarray:
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValidationError("weights must be non-negative and finite")
     return weights / (2.0 * lam)
+
 
 
 def estimate_tau(data, T: int | None = 100, *, random_state=None):

@@ -1,10 +1,12 @@
 """Tests of cvxrank.costs: tau, mu, pair weights and Theorem 1's C."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from cvxrank.costs import balanced_mu, check_lam, mu_per_pair, pair_weights, tau_per_pair, theorem1_C
+from cvxrank.costs import Costs, balanced_mu, check_lam, mu_per_pair, pair_weights, tau_per_pair, theorem1_C
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import make_pairs, preference_pairs
@@ -73,21 +75,45 @@ def test_tau_for_preference_pairs():
         ({(1, 1): 1.0}, "ordered the wrong way"),
         ({**TAU, (3, 0): 1.0}, r"do not occur in the data: \[\(3, 0\)\]"),
         ({(2, 1): 3.0, (2, 0): 5.0}, r"no value for grade pairs \[\(1, 0\)\]"),
-        ({**TAU, (2, 0): 0.0}, r"tau\[\(2, 0\)\] must be positive"),
-        ({**TAU, (2, 0): -1.0}, r"tau\[\(2, 0\)\] must be positive"),
-        ({**TAU, (2, 0): np.nan}, r"tau\[\(2, 0\)\] must be positive and finite"),
-        ({**TAU, (2, 0): np.inf}, r"tau\[\(2, 0\)\] must be positive and finite"),
-        ({**TAU, (2, 0): "big"}, r"tau\[\(2, 0\)\] must be a positive number"),
+        ({**TAU, (2, 0): -1.0}, r"tau\[\(2, 0\)\] must be non-negative"),
+        ({**TAU, (2, 0): np.nan}, r"tau\[\(2, 0\)\] must be non-negative and finite"),
+        ({**TAU, (2, 0): np.inf}, r"tau\[\(2, 0\)\] must be non-negative and finite"),
+        ({**TAU, (2, 0): "big"}, r"tau\[\(2, 0\)\] must be a non-negative number"),
+        ({(2, 1): 0.0, (2, 0): 0.0, (1, 0): 0.0}, "every tau is 0"),
         ({**TAU, 2: 1.0}, "tau key 2 is not a"),
         ({**TAU, (2, 1, 0): 1.0}, r"tau key \(2, 1, 0\) is not a"),
         ({**TAU, ("a", 1): 1.0}, "comparable"),
-        ([((2, 1), 3.0)], "tau must be None or a mapping"),
-        (3.0, "tau must be None or a mapping"),
+        ([((2, 1), 3.0)], "tau must be None, a mapping"),
+        (3.0, "tau must be None, a mapping"),
     ],
 )
 def test_tau_errors(pairs, tau, pattern):
     with pytest.raises(ValidationError, match=pattern):
         tau_per_pair(pairs, tau)
+
+
+def test_tau_zero_drops_its_grade_pair(pairs):
+    tau = {**TAU, (2, 0): 0.0}
+    weights = pair_weights(pairs, tau=tau)
+    types = [tuple(t) for t in pairs.pair_type.tolist()]
+    assert all((w == 0.0) == (t == (2, 0)) for w, t in zip(weights, types))
+    assert (2, 0) in types
+
+
+def test_costs_value_round_trips_and_parses_cli_text():
+    costs = Costs(tau={(2, 1): 3.0, (2, 0): 0.0, (1, 0): 0.5}, mu={"q1": 2.0, 7: 1.5})
+    assert Costs.from_json(json.loads(json.dumps(costs.to_json()))) == costs
+    assert Costs.from_text("2-1=3,2-0=0,1-0=0.5", "balanced") == Costs(tau=costs.tau, mu="balanced")
+    explicit = Costs(weights=[1.0, 2.0])
+    assert Costs.from_json(explicit.to_json()) == explicit and explicit.kind == "explicit"
+    for text, pattern in [("2-1", "HIGHER-LOWER=VALUE"), ("2-1=x", "with numbers"), ("2-1=1,2-1=2", "twice"),
+                          ("2-1=-1", "non-negative")]:
+        with pytest.raises(ValidationError, match=pattern):
+            Costs.from_text(text)
+    with pytest.raises(ValidationError, match="not both"):
+        Costs(tau={(1, 0): 1.0}, weights=[1.0])
+    with pytest.raises(ValidationError, match="mu must be"):
+        Costs.from_text(None, "sideways")
 
 
 # -- mu -------------------------------------------------------------------------

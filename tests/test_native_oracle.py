@@ -207,7 +207,7 @@ def test_balanced_mu_without_pairs():
     ({(2, 1): 1.0}, None, "no value for grade pairs"),
     ({(2, 1): 1.0, (2, 0): 1.0, (1, 0): 1.0, (9, 0): 1.0}, None, "do not occur"),
     ({(1, 2): 1.0, (2, 0): 1.0, (1, 0): 1.0}, None, "wrong way"),
-    ({(2, 1): -1.0, (2, 0): 1.0, (1, 0): 1.0}, None, "positive"),
+    ({(2, 1): -1.0, (2, 0): 1.0, (1, 0): 1.0}, None, "non-negative"),
     ("bad", None, "mapping"),
     (None, "other", "balanced"),
     (None, {1: 1.0, 99: 1.0}, "not in the data"),

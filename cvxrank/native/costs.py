@@ -14,21 +14,16 @@ needs no pairs either.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from cvxrank.costs import _positive, _tau_table
+from cvxrank.costs import Costs, _plain
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
 __all__ = ["CostTable", "cost_table", "cost_table_from_pairs", "grade_counts"]
-
-
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
 
 
 def grade_counts(data: RankingData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -110,76 +105,33 @@ class CostTable:
         return self.values[query, higher, lower]
 
 
-def _tau_matrix(tau, grades: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """``τ`` as a ``G x G`` matrix (``[a, b]`` for ``a > b``), validated like :func:`cvxrank.costs.tau_per_pair`.
-
-    Unlike :func:`cvxrank.costs.pair_weights`, a value of 0 is accepted: that
-    grade pair drops out of the loss (the estimators use this for a ``τ``
-    that the swap heuristic estimates as 0).
-    """
+def _tau_matrix(costs: Costs, grades: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """``τ`` as a ``G x G`` matrix (``[a, b]`` for ``a > b``), checked against the grade pairs present."""
     G = grades.shape[0]
-    types = [(_plain(grades[a]), _plain(grades[b])) for a, b in zip(*np.nonzero(present))]
-    if tau is None:
+    if costs.tau is None:
         return np.tril(np.ones((G, G)), k=-1)
-    zero = set()
-    if hasattr(tau, "columns") and {"higher", "lower", "tau"} <= set(tau.columns):
-        tau = {(_plain(r.higher), _plain(r.lower)): r.tau for r in tau.itertuples()}
-    if isinstance(tau, Mapping):
-        zero = {k for k, v in tau.items() if not isinstance(v, str) and np.isscalar(v) and v == 0}
-        tau = {k: (1.0 if k in zero else v) for k, v in tau.items()}
-    table = _tau_table(tau)
-    unknown = [k for k in table if k not in set(types)]
-    if unknown:
-        raise ValidationError(f"tau has grade pairs that do not occur in the data: {unknown}; present: {sorted(types)}")
-    missing = [k for k in types if k not in table]
-    if missing:
-        raise ValidationError(f"tau has no value for grade pairs {sorted(missing)}; give one for each of {sorted(types)}")
+    costs.check_grade_pairs([(_plain(grades[a]), _plain(grades[b])) for a, b in zip(*np.nonzero(present))])
     out = np.zeros((G, G))
-    for (hi, lo), value in table.items():
-        a, b = int(np.searchsorted(grades, hi)), int(np.searchsorted(grades, lo))
-        out[a, b] = 0.0 if (hi, lo) in zero else value
+    for (hi, lo), value in costs.tau.items():
+        out[int(np.searchsorted(grades, hi)), int(np.searchsorted(grades, lo))] = value
     return out
 
 
-def _mu_vector(mu, query_ids: np.ndarray, pairs_per_query: np.ndarray) -> np.ndarray:
-    """``μ`` per query, validated like :func:`cvxrank.costs.mu_per_pair` (queries without pairs get 0)."""
-    has = pairs_per_query > 0
-    if mu is None:
-        return has.astype(np.float64)
-    if isinstance(mu, str):
-        if mu != "balanced":
-            raise ValidationError(f"mu must be None, 'balanced' or a mapping, got {mu!r}")
-        counts = pairs_per_query.astype(np.float64)
-        return np.where(has, counts.max() / np.maximum(counts, 1.0), 0.0)
-    if not isinstance(mu, Mapping):
-        raise ValidationError(f"mu must be None, 'balanced' or a mapping {{qid: value}}, got {type(mu).__name__}")
-    pos = {_plain(k): j for j, k in enumerate(query_ids)}
-    unknown = [k for k in mu if _plain(k) not in pos]
-    if unknown:
-        raise ValidationError(f"mu has query ids that are not in the data: {unknown[:5]}")
-    out = np.full(query_ids.shape[0], np.nan)
-    for k, v in mu.items():
-        out[pos[_plain(k)]] = _positive(v, f"mu[{k!r}]")
-    lacking = has & np.isnan(out)
-    if lacking.any():
-        raise ValidationError(f"mu has no value for queries {query_ids[lacking][:5].tolist()} (they have pairs)")
-    return np.where(has, out, 0.0)
-
-
-def cost_table(data: RankingData, tau=None, mu=None) -> CostTable:
+def cost_table(data: RankingData, tau=None, mu=None, *, costs: Costs | None = None) -> CostTable:
     """The weights ``τ_k μ_q`` of (9)/SIGIR as a :class:`CostTable`, without forming pairs.
 
     Parameters
     ----------
     data : RankingData
-    tau : mapping or DataFrame, optional
-        ``{(higher grade, lower grade): value}`` for every grade pair that
-        occurs inside some query, as for :func:`cvxrank.costs.pair_weights`;
-        a value may be 0 here (that grade pair drops out). Default all ones.
-    mu : None, "balanced" or mapping, optional
-        Per-query weight, as for :func:`cvxrank.costs.pair_weights`;
-        ``"balanced"`` is (10)/SIGIR, ``μ_q = max_j #pairs(q_j) / #pairs(q)``,
-        with ``#pairs(q) = Σ_{a>b} N[q, a] N[q, b]``.
+    tau, mu : optional
+        As for :class:`cvxrank.costs.Costs` (``τ`` per grade pair, 0 drops
+        it; ``μ`` None, ``"balanced"`` or a mapping). ``"balanced"`` is
+        (10)/SIGIR, ``μ_q = max_j #pairs(q_j) / #pairs(q)``, with
+        ``#pairs(q) = Σ_{a>b} N[q, a] N[q, b]``.
+    costs : Costs, optional
+        The costs value itself, instead of ``tau``/``mu``. Explicit per-pair
+        weights have no table here: read one off pairs with
+        :func:`cost_table_from_pairs`.
 
     Returns
     -------
@@ -201,14 +153,18 @@ def cost_table(data: RankingData, tau=None, mu=None) -> CostTable:
     """
     if not isinstance(data, RankingData):
         raise ValidationError(f"cost_table takes RankingData, got {type(data).__name__}")
+    costs = Costs.coerce(costs, tau=tau, mu=mu)
+    if costs.weights is not None:
+        raise ValidationError("explicit per-pair weights have no (query, grade pair) table; "
+                              "use cost_table_from_pairs(pairs, weights)")
     grades, _, counts = grade_counts(data)
     n_pairs = _cell_pairs(counts)
     per_query = n_pairs.sum(axis=(1, 2))
     if per_query.sum() == 0:
         raise ValidationError(f"no pairs: each of the {data.n_queries} queries has a single grade, "
                               "so there is nothing to rank")
-    tau_m = _tau_matrix(tau, grades, n_pairs.sum(axis=0) > 0)
-    mu_v = _mu_vector(mu, data.query_ids, per_query)
+    tau_m = _tau_matrix(costs, grades, n_pairs.sum(axis=0) > 0)
+    mu_v = costs.mu_per_query(data.query_ids, per_query)
     values = mu_v[:, None, None] * tau_m[None, :, :] * (n_pairs > 0)
     if not np.any(values > 0):
         raise ValidationError("every pair has weight 0: nothing to learn")
