@@ -5,19 +5,26 @@ and Cao et al. (SIGIR 2006, RSVM-IR) stated as explicit convex problems in
 CVXPY, solved by interchangeable solvers, every solution certified by a
 duality gap.
 
-Layout (imports point down this list only)::
+One problem, one certified solution::
+
+    RankingProblem  --build()-->  Formulation  --solve()-->  SolveResult (+ certificate)
+         |                                                        ^
+         +---------------- native solvers read it directly -------+
+
+Layout (imports point down this list only; ``tests/test_architecture.py`` enforces it)::
 
     cli, bench     the command line (one module per command) and the benchmarks
-    experiments    cross-validation and sign tests, the ECML simulation;  plots: the figures
+    plots          the figures
+    experiments    cross-validation and sign tests, the ECML simulation;  study: solver comparisons
     estimators     scikit-learn rankers (RankSVM, ..., CsRgList), JSON model files
-    theorem        verify_theorem1: Theorem 1 / Proposition 1 checked numerically
-    path           solve_path: lambda / cost grids on one compiled problem (DPP)
-    solvers        solve(): CVXPY backends, native solvers, certificates, SolveResult
-    native         solve_pairfree: the pair-free oracle and cutting-plane solver
+    path, theorem  λ / cost grids on one compiled problem (DPP);  Theorem 1 checked numerically
     listwise       ListMLE / cs-RgList: Newton (Steps 1-5) and the exponential-cone form
-    formulations   build_primal, build_lifted_primal, build_dual, build_hinge
-    objectives     L(w), M(w), L_D(α) evaluated in numpy
-    costs          pair_weights (τ, μ), theorem1_C
+    solvers        solve(): the solver registry, CVXPY backends, native subgradient/gd, fallback
+    native         solve_pairfree: the pair-free oracle and cutting-plane solver
+    formulations   build_primal, build_lifted_primal, build_dual, build_hinge: compile a problem
+    solution       SolveResult on both scales;  certificate: duality gaps from a dual point
+    problem        RankingProblem: data or pairs, one Costs value, λ;  objectives: L(w), M(w), L_D(α)
+    costs          Costs (τ, μ or per-pair weights), pair_weights, theorem1_C
     pairs          make_pairs, preference_pairs, PairSet (D = P X)
     data           RankingData, load_letor;  datasets: make_ranking
     metrics        ndcg_score, mean_average_precision, ... (imports nothing of ours);
@@ -27,7 +34,7 @@ Layout (imports point down this list only)::
 __version__ = "0.1.0"
 
 from cvxrank._memory import MemoryBudgetError, set_memory_budget
-from cvxrank.costs import balanced_mu, estimate_tau, pair_weights, theorem1_C
+from cvxrank.costs import Costs, balanced_mu, estimate_tau, pair_weights, theorem1_C
 from cvxrank.data import RankingData, load_letor
 from cvxrank.datasets import make_ecml_simulation, make_ohsumed_like, make_ranking, make_web_like
 from cvxrank.exceptions import (
@@ -49,17 +56,21 @@ from cvxrank.formulations import (
 from cvxrank.native import solve_pairfree
 from cvxrank.objectives import dual_objective, hinge_objective, qp_objective
 from cvxrank.pairs import PairSet, make_pairs, preference_pairs
-from cvxrank.solvers import SolveResult, available_solvers, solve, solve_with_fallback
+from cvxrank.problem import RankingProblem
+from cvxrank.solution import SolveResult
+from cvxrank.solvers import available_solvers, solve, solve_with_fallback
 from cvxrank.theorem import verify_theorem1
 
 __all__ = [
     "__version__",
+    "Costs",
     "CvxrankError",
     "Formulation",
     "InaccurateSolutionWarning",
     "MemoryBudgetError",
     "PairSet",
     "RankingData",
+    "RankingProblem",
     "SolveResult",
     "SolverError",
     "SolverNotAvailableError",

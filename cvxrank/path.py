@@ -33,7 +33,6 @@ import itertools
 import time
 from dataclasses import dataclass, field
 
-import cvxpy as cp
 import numpy as np
 import pandas as pd
 
@@ -49,13 +48,17 @@ from cvxrank.formulations import (
 )
 from cvxrank.formulations.base import proportional_scale
 from cvxrank.pairs import PairSet
-from cvxrank.solvers import NATIVE_SOLVERS, SolveResult, available_solvers, solve
+from cvxrank.problem import RankingProblem
+from cvxrank.solution import SolveResult
+from cvxrank.solvers import NATIVE_SOLVERS, available_solvers, solve
+from cvxrank.solvers.registry import SOLVERS
 
-__all__ = ["WARM_START", "PathResult", "PathSolver", "parameter_formulation", "solve_path"]
+__all__ = ["WARM_START", "PathResult", "PathSolver", "solve_path"]
 
 #: Whether a re-solve starts from the previous solution when ``warm_start=None`` (the default):
-#: True, False, or ``"scale"`` (only with ``costs="scale"``). Measured along 10-point λ paths on
-#: OHSUMED-like data (8,387 pairs, ``cvxrank bench path``):
+#: True, False, or ``"scale"`` (only with ``costs="scale"``). A view of the solver registry
+#: (:data:`cvxrank.solvers.registry.SOLVERS`, field ``warm_start``), measured along 10-point λ paths
+#: on OHSUMED-like data (8,387 pairs, ``cvxrank bench path``):
 #:
 #: * SCS took 20x more iterations warm-started than cold when the changed costs sat in its
 #:   constraint matrix (``costs="per_pair"``), and 9-21 % fewer when they sit in its objective
@@ -66,28 +69,8 @@ __all__ = ["WARM_START", "PathResult", "PathSolver", "parameter_formulation", "s
 #: * the native cutting-plane solver starts from the previous ``w`` (its ``warm_start_w``):
 #:   1,545 iterations over the path against 3,250 cold on 8,387 pairs (739 against 2,749 on 90,447);
 #: * ``gd`` (Fig. 3 of the SIGIR paper, as published) and ``subgradient`` always start at 0;
-#: * OSQP takes CVXPY's warm start. Solvers not listed are warm-started when CVXPY can.
-WARM_START = {"scs": "scale", "clarabel": False, "cutting_plane": True, "gd": False, "subgradient": False}
-
-#: Native solvers that take a starting point (``warm_start_w``).
-_NATIVE_STARTS = ("cutting_plane",)
-
-
-def parameter_formulation(pairs: PairSet, weights, lam: float) -> Formulation:
-    """The hinge problem (9)/SIGIR as parameters only, for native solvers.
-
-    Native solvers read ``formulation.pairs`` and
-    ``formulation.hinge_costs()``, never a CVXPY problem, so this formulation
-    holds the parameters ``weights`` and ``lam`` and no problem
-    (``problem is None``): nothing of size ``n_pairs x n_features`` is
-    materialised. Its name is ``"native"``.
-    """
-    wp = cp.Parameter(pairs.n_pairs, nonneg=True, name="weights")
-    wp.value = check_costs(weights, pairs.n_pairs, "weights")
-    lp = cp.Parameter(nonneg=True, name="lam")
-    lp.value = check_lam(lam)
-    return Formulation("native", None, {}, {"weights": wp, "lam": lp}, pairs,
-                       "(9) Cao et al. 2006, solved natively")
+#: * OSQP takes CVXPY's warm start. Other CVXPY solvers are warm-started when CVXPY can.
+WARM_START = {name: spec.warm_start for name, spec in SOLVERS.items()}
 
 
 class PathSolver:
@@ -99,8 +82,9 @@ class PathSolver:
     formulation : {"auto", "primal", "lifted", "dual", "hinge", "native"}, default "auto"
         As in :func:`cvxrank.formulations.build`; ``"auto"`` is resolved by
         :func:`~cvxrank.formulations.choose_formulation` when the problem is
-        built. ``"native"`` (native solvers only) builds no CVXPY problem, see
-        :func:`parameter_formulation`.
+        built. ``"native"`` (native solvers only) builds no CVXPY problem: each
+        point is a :class:`~cvxrank.problem.RankingProblem` on the same pairs,
+        which the native solver reads directly.
     solver : str, default "clarabel"
         A name of :func:`cvxrank.available_solvers`.
     tol : float, default 1e-6
@@ -160,11 +144,12 @@ class PathSolver:
         self.requested = formulation
         self.solver = name
         self.tol = tol
-        self._warm_policy = WARM_START.get(name, True) if warm_start is None else bool(warm_start)
+        self._warm_policy = SOLVERS[name].warm_start if warm_start is None else bool(warm_start)
         self.costs = costs
         self.verbose = verbose
         self.options = options
         self.formulation: Formulation | None = None
+        self.problem: RankingProblem | None = None
         self.build_time = 0.0
         self.n_solves = 0
         self.n_builds = 0
@@ -193,8 +178,11 @@ class PathSolver:
     def _build(self, C, weights, lam) -> None:
         start = time.perf_counter()
         if self.requested == "native":
-            form = parameter_formulation(self.pairs, weights, lam)
-        elif self.requested == "hinge":
+            self.problem = RankingProblem(self.pairs, weights=weights, lam=lam)
+            self.build_time += time.perf_counter() - start
+            self.n_builds += 1
+            return
+        if self.requested == "hinge":
             form = build_hinge(self.pairs, weights, lam, costs=self.costs)
         else:
             form = build(self.pairs, C, formulation=self.requested, costs=self.costs)
@@ -203,6 +191,9 @@ class PathSolver:
         self.formulation = form
 
     def _set(self, C, weights, lam) -> None:
+        if self.requested == "native":
+            self.problem = RankingProblem(self.pairs, weights=weights, lam=lam)
+            return
         form = self.formulation
         hinge = "lam" in form.parameters
         if not form.accepts(weights if hinge else C):
@@ -221,15 +212,17 @@ class PathSolver:
         parameter values, so CVXPY reuses its compilation.
         """
         C, weights, lam = self._costs(C, weights, lam)
-        if self.formulation is None:
+        if self.formulation is None and self.problem is None:
             self._build(C, weights, lam)
         else:
             self._set(C, weights, lam)
         self.n_solves += 1
         options = self.options
-        if self.solver in _NATIVE_STARTS and self.warm_start and self._last_w is not None:
-            options = {**options, "warm_start_w": self._last_w}
-        result = solve(self.formulation, self.solver, tol=self.tol, warm_start=self.warm_start,
+        start_option = SOLVERS[self.solver].start_option
+        if start_option and self.warm_start and self._last_w is not None:
+            options = {**options, start_option: self._last_w}
+        target = self.problem if self.requested == "native" else self.formulation
+        result = solve(target, self.solver, tol=self.tol, warm_start=self.warm_start,
                        verbose=self.verbose, **options)
         self._last_w = result.w
         return result
@@ -254,8 +247,8 @@ class PathResult:
     points : list of dict
         The grid point of each result: ``{"lam", "tau", "mu"}`` (``"weights"``
         instead of ``tau``/``mu`` when weights were given), or ``{"C": index}``.
-    formulation : Formulation
-        The one problem every point re-solved.
+    formulation : Formulation or None
+        The one problem every point re-solved (None for native solvers, which compile nothing).
     build_time : float
         Seconds to build it (once).
     solver : str
@@ -293,7 +286,8 @@ class PathResult:
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
-        return (f"PathResult(n_points={len(self)}, formulation={self.formulation.name!r}, solver={self.solver!r}, "
+        name = "native" if self.formulation is None else self.formulation.name
+        return (f"PathResult(n_points={len(self)}, formulation={name!r}, solver={self.solver!r}, "
                 f"statuses={sorted({r.status for r in self.results})})")
 
 

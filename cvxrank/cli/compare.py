@@ -55,7 +55,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
     parser.add_argument("--max-iter", type=int, dest="max_iter",
                         help="iteration cap of every solver of the study, under each solver's own option name "
-                             "(cvxrank.solvers.cvxpy_backend.MAX_ITER_OPTION), for the runs, not the reference; a run "
+                             "(cvxrank.solvers.registry.SOLVERS), for the runs, not the reference; a run "
                              "that reaches it is a 'user_limit' row whatever the machine's speed, so the table does not depend on "
                              "timing (default: each solver's own cap)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS "

@@ -53,9 +53,9 @@ class _ListwiseRanker(BaseRanker):
             result = solve_newton(data, C=C, pcf=self._pcf(), tol=self.tol, max_iter=self.max_iter, **options)
         else:
             if self.max_iter is not None:
-                from cvxrank.solvers.cvxpy_backend import MAX_ITER_OPTION
+                from cvxrank.solvers.registry import max_iter_options
 
-                options.setdefault(MAX_ITER_OPTION.get(solver, "max_iter"), int(self.max_iter))
+                options = {**max_iter_options(solver, self.max_iter), **options}
             result = solve_listwise_cvxpy(data, C=C, pcf=self._pcf(), solver=solver, tol=self.tol, **options)
         self.coef_ = np.asarray(result.w, dtype=np.float64)
         self.n_features_in_ = data.n_features

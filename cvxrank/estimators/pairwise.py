@@ -30,7 +30,7 @@ from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS, build, build_hinge
 from cvxrank.pairs import count_pairs, make_pairs
 from cvxrank.solvers import available_solvers, solve, solve_with_fallback
-from cvxrank.solvers.cvxpy_backend import MAX_ITER_OPTION
+from cvxrank.solvers.registry import max_iter_options
 
 __all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS", "tau_table"]
 
@@ -110,7 +110,7 @@ class _PairwiseRanker(BaseRanker):
             return {}
         options = dict(self.solver_options or {})
         if self.max_iter is not None:
-            options.setdefault(MAX_ITER_OPTION.get(solver, "max_iter"), int(self.max_iter))
+            options = {**max_iter_options(solver, self.max_iter), **options}
         return options
 
     def fit(self, X, y=None, qid=None):

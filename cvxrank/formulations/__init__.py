@@ -15,12 +15,15 @@ hinge      weighted hinge loss (9)/SIGIR = (8)/ECML                :func:`build_
 
 from __future__ import annotations
 
+import numpy as np
+
 from cvxrank.exceptions import ValidationError
-from cvxrank.formulations.base import COST_PARAMETRIZATIONS, Formulation, check_costs, cost_parameters
+from cvxrank.formulations.base import COST_PARAMETRIZATIONS, Formulation, as_problem, check_costs, cost_parameters
 from cvxrank.formulations.dual import build_dual
 from cvxrank.formulations.hinge import build_hinge
 from cvxrank.formulations.primal import build_lifted_primal, build_primal
 from cvxrank.pairs import PairSet
+from cvxrank.problem import RankingProblem
 
 __all__ = [
     "COST_PARAMETRIZATIONS",
@@ -40,7 +43,7 @@ __all__ = [
 FORMULATIONS = ("primal", "lifted", "dual", "hinge")
 
 
-def choose_formulation(pairs: PairSet) -> str:
+def choose_formulation(pairs) -> str:
     """Pick ``"primal"`` or ``"lifted"`` for the QP (14) by problem size.
 
     The rule compares the non-zeros of the two constraint matrices: the
@@ -53,6 +56,8 @@ def choose_formulation(pairs: PairSet) -> str:
     smaller, the dual (18) is often faster still with interior-point solvers
     but ADMM solvers (OSQP) stall on it, so the rule keeps the primal there.
     """
+    if isinstance(pairs, RankingProblem):
+        pairs = pairs.pairs
     X = pairs.data.X
     per_doc = X.nnz / X.shape[0] if hasattr(X, "nnz") else X.shape[1]
     dense_nnz = pairs.n_pairs * per_doc
@@ -60,18 +65,21 @@ def choose_formulation(pairs: PairSet) -> str:
     return "lifted" if lifted_nnz <= dense_nnz else "primal"
 
 
-def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = "auto",
+def build(problem, C=None, *, weights=None, lam=None, formulation: str = "auto",
           costs: str = "scale") -> Formulation:
-    """Build a formulation by name.
+    """Compile a ranking problem into a CVXPY formulation, by name.
 
     Parameters
     ----------
-    pairs : PairSet
+    problem : RankingProblem or PairSet
+        The problem (pairs, costs, ``λ``). A pair set needs its costs: ``C``
+        (per-pair QP costs, the problem with weights ``C`` and ``λ = 1/2``),
+        or ``weights`` and ``lam`` (the problem (9) with those; Theorem 1 gives
+        the QP forms ``C = weights / (2 lam)``).
     C : array-like, optional
-        Per-pair QP costs, for ``primal``, ``lifted``, ``dual`` and ``auto``.
-        Derived as ``weights / (2 lam)`` (Theorem 1) when omitted.
+        Per-pair QP costs, with a pair set.
     weights, lam : array-like and float, optional
-        Pair weights and ``λ`` of the hinge form; ``hinge`` needs them.
+        Pair weights and ``λ`` of (9), with a pair set.
     formulation : {"auto", "primal", "lifted", "dual", "hinge"}
         ``"auto"`` (default) calls :func:`choose_formulation`.
     costs : {"scale", "per_pair"}, default "scale"
@@ -80,6 +88,13 @@ def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = 
         factor (fastest; re-solves any multiple of ``C``, such as a ``λ``
         path) or one entry per pair (re-solves any costs). The hinge form
         holds its weights the same way, and ``lam``.
+
+    Examples
+    --------
+    >>> import cvxrank as cr
+    >>> problem = cr.RankingProblem(cr.make_ranking(n_queries=3, random_state=0), lam=0.1)
+    >>> cr.build(problem, formulation="dual")
+    Formulation(name='dual', equation='(18)-(19) Cao et al. 2006 = (10) Xu et al. 2006', n_pairs=135, n_features=5, parameters=['scale'])
     """
     if formulation not in FORMULATIONS + ("auto",):
         raise ValidationError(
@@ -87,17 +102,19 @@ def build(pairs: PairSet, C=None, *, weights=None, lam=None, formulation: str = 
         )
     if costs not in COST_PARAMETRIZATIONS:
         raise ValidationError(f"unknown cost parametrization {costs!r}; choose one of {', '.join(COST_PARAMETRIZATIONS)}")
+    if isinstance(problem, PairSet) and (weights is not None or lam is not None):
+        if weights is None or lam is None:
+            raise ValidationError("give both weights and lam (or C alone)")
+        ranking = RankingProblem(problem, weights=check_costs(weights, problem.n_pairs, "weights"), lam=lam)
+        if C is not None and not np.allclose(check_costs(C, problem.n_pairs, "C"), ranking.C, rtol=1e-12, atol=0):
+            raise ValidationError("C is not weights / (2 lam): give C alone, or weights and lam")
+        problem, C = ranking, None
+    elif isinstance(problem, PairSet) and C is None:
+        raise ValidationError(f"the {formulation} formulation of a pair set needs C, or weights and lam")
     if formulation == "hinge":
-        if weights is None or lam is None:
-            raise ValidationError("the hinge formulation needs weights and lam")
-        return build_hinge(pairs, weights, lam, costs=costs)
-    if C is None:
-        if weights is None or lam is None:
-            raise ValidationError(f"the {formulation} formulation needs C, or weights and lam")
-        from cvxrank.costs import theorem1_C
-
-        C = theorem1_C(check_costs(weights, pairs.n_pairs, "weights"), lam)
+        ranking, _ = as_problem(problem, C)
+        return build_hinge(ranking, costs=costs)
     if formulation == "auto":
-        formulation = choose_formulation(pairs)
+        formulation = choose_formulation(problem.pairs)
     builder = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}[formulation]
-    return builder(pairs, C, costs=costs)
+    return builder(problem, C, costs=costs)

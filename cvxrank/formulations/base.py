@@ -10,8 +10,10 @@ import numpy as np
 from cvxrank.costs import check_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
+from cvxrank.problem import RankingProblem
 
-__all__ = ["COST_PARAMETRIZATIONS", "Formulation", "check_costs", "cost_parameters", "proportional_scale"]
+__all__ = ["COST_PARAMETRIZATIONS", "Formulation", "as_problem", "check_costs", "cost_parameters",
+           "proportional_scale"]
 
 #: How the QP forms hold their per-pair costs ``C`` (see :func:`cost_parameters`).
 COST_PARAMETRIZATIONS = ("scale", "per_pair")
@@ -32,6 +34,26 @@ def check_costs(values, n_pairs: int, what: str = "C") -> np.ndarray:
     if np.any(arr < 0):
         raise ValidationError(f"{what} must be non-negative, found {arr.min():g}")
     return arr
+
+
+def as_problem(problem, C=None) -> tuple[RankingProblem, np.ndarray]:
+    """The :class:`~cvxrank.problem.RankingProblem` a builder compiles, and its QP costs ``C``.
+
+    ``problem`` is a ranking problem (then ``C`` must be None: the costs are
+    the problem's ``weights / (2λ)``), or a pair set with per-pair QP costs
+    ``C`` (the problem :meth:`~cvxrank.problem.RankingProblem.from_qp` states:
+    weights ``C`` with ``λ = 1/2``).
+    """
+    if isinstance(problem, RankingProblem):
+        if C is not None:
+            raise ValidationError("give a RankingProblem or (pairs, C), not both: the problem fixes its costs")
+        return problem, problem.C
+    if isinstance(problem, PairSet):
+        if C is None:
+            raise ValidationError("a formulation of a pair set needs its per-pair costs C (or pass a RankingProblem)")
+        ranking = RankingProblem.from_qp(problem, check_costs(C, problem.n_pairs, "C"))
+        return ranking, ranking.C
+    raise ValidationError(f"a formulation takes a RankingProblem or a PairSet, got {type(problem).__name__}")
 
 
 def cost_parameters(C, n_pairs: int, costs: str = "scale", what: str = "C"):
@@ -105,6 +127,9 @@ class Formulation:
     pairs : PairSet
     equation : str
         The paper's equation this formulation states.
+    ranking : RankingProblem
+        The problem it compiles (pairs, costs, ``λ``); kept in step by
+        :meth:`set_costs` and :meth:`set_weights`.
     base_costs : ndarray or None
         The constant cost vector ``c`` of the ``"scale"`` parametrization
         (``C = parameters["scale"] · c``, see :func:`cost_parameters`).
@@ -118,25 +143,21 @@ class Formulation:
     equation: str
     _margin_constraint: cp.Constraint | None = field(default=None, repr=False)
     base_costs: np.ndarray | None = field(default=None, repr=False)
+    ranking: RankingProblem | None = field(default=None, repr=False)
+
+    @property
+    def scale(self) -> str:
+        """``"L"`` for the hinge form (9), ``"M"`` for the QP forms (14) and (18)-(19)."""
+        return "L" if self.name == "hinge" else "M"
 
     # -- costs in hinge form ---------------------------------------------
     def hinge_costs(self) -> tuple[np.ndarray, float]:
-        """Current ``(weights, λ)`` of the equivalent hinge problem (9).
+        """Current ``(weights, λ)`` of the hinge problem (9) this formulation states.
 
-        A QP-form problem with costs ``C`` is the hinge problem with
-        ``weights = C`` and ``λ = 1/2`` (Theorem 1 read backwards), so its
-        hinge objective equals its QP objective ``M(w)``.
+        A QP built from costs ``C`` alone states weights ``C`` with ``λ = 1/2``
+        (Theorem 1 read backwards), where ``L = M``.
         """
-        params = self.parameters
-        if "lam" in params:  # the hinge form (and native solvers' parameters)
-            if "weights" in params:
-                weights = np.asarray(params["weights"].value, dtype=np.float64)
-            else:
-                weights = float(params["scale"].value) * self.base_costs
-            return weights, float(params["lam"].value)
-        if "C" in params:
-            return np.asarray(params["C"].value, dtype=np.float64), 0.5
-        return float(params["scale"].value) * self.base_costs, 0.5
+        return self.ranking.weights, self.ranking.lam
 
     def C(self) -> np.ndarray:
         """Per-pair QP costs ``C_i = weights_i / (2λ)`` at the current parameter values."""
@@ -160,10 +181,13 @@ class Formulation:
         params = self.parameters
         if "lam" in params:  # hinge form: weights = C with λ = 1/2
             self.set_weights(C, 0.5)
-        elif "C" in params:
+            return
+        if "C" in params:
             params["C"].value = C
         else:
             params["scale"].value = self._scale_for(C)
+        lam = self.ranking.lam
+        self.ranking = RankingProblem(self.pairs, weights=2.0 * lam * C, lam=lam)
 
     def set_weights(self, weights, lam: float) -> None:
         """Write new pair weights and ``λ`` of the hinge problem (9); QP forms get ``C = weights / (2λ)``.
@@ -178,12 +202,20 @@ class Formulation:
         params = self.parameters
         if "lam" not in params:
             self.set_costs(weights / (2.0 * lam))
-            return
-        if "weights" in params:
-            params["weights"].value = weights
         else:
-            params["scale"].value = self._scale_for(weights)
-        params["lam"].value = lam
+            if "weights" in params:
+                params["weights"].value = weights
+            else:
+                params["scale"].value = self._scale_for(weights)
+            params["lam"].value = lam
+        self.ranking = RankingProblem(self.pairs, weights=weights, lam=lam)
+
+    def set_problem(self, problem: RankingProblem) -> None:
+        """Write another problem's costs and ``λ`` (same pairs); the next solve reuses the compilation."""
+        if not isinstance(problem, RankingProblem) or problem.pairs is not self.pairs:
+            raise ValidationError("set_problem takes a RankingProblem on this formulation's own pairs")
+        self.set_weights(problem.weights, problem.lam)
+        self.ranking = problem
 
     def accepts(self, costs) -> bool:
         """Whether :meth:`set_costs` (or :meth:`set_weights`) can write these costs without a rebuild."""

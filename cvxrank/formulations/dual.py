@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import cvxpy as cp
 
-from cvxrank.formulations.base import Formulation, cost_parameters
+from cvxrank.formulations.base import Formulation, as_problem, cost_parameters
 from cvxrank.pairs import PairSet
 
 __all__ = ["build_dual"]
 
 
-def build_dual(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
+def build_dual(problem, C=None, *, costs: str = "scale") -> Formulation:
     """Dual of the per-pair-cost QP, with box constraints.
 
     Problem (18)-(19) of Cao et al. (SIGIR 2006), (10) of Xu et al. (ECML 2006):
@@ -27,8 +27,11 @@ def build_dual(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
 
     Parameters
     ----------
-    pairs : PairSet
-    C : array-like of shape (n_pairs,) or float
+    problem : RankingProblem or PairSet
+        The problem to compile (its costs are ``C = weights / (2λ)``), or a
+        pair set with explicit QP costs ``C``.
+    C : array-like of shape (n_pairs,) or float, optional
+        With a pair set only:
         Upper bounds of the box.
     costs : {"scale", "per_pair"}, default "scale"
         How ``C`` is held as a ``cp.Parameter``, as in
@@ -37,6 +40,8 @@ def build_dual(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
         ``parameters["C"]``. For ``"per_pair"`` the problem also holds
         ``Σ α_i`` as an epigraph variable ``s`` (see the comment in the code).
     """
+    ranking, C = as_problem(problem, C)
+    pairs = ranking.pairs
     params, base = cost_parameters(C, pairs.n_pairs, costs)
     alpha = cp.Variable(pairs.n_pairs, name="alpha")
     u = cp.Variable(pairs.n_features, name="u")
@@ -59,5 +64,5 @@ def build_dual(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
     problem = cp.Problem(cp.Maximize(objective), constraints)
     return Formulation(
         "dual", problem, variables, params, pairs,
-        "(18)-(19) Cao et al. 2006 = (10) Xu et al. 2006", None, base,
+        "(18)-(19) Cao et al. 2006 = (10) Xu et al. 2006", None, base, ranking,
     )

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import cvxpy as cp
 
-from cvxrank.costs import check_lam
+from cvxrank.exceptions import ValidationError
 from cvxrank.formulations.base import Formulation, cost_parameters
 from cvxrank.pairs import PairSet
+from cvxrank.problem import RankingProblem
 
 __all__ = ["build_hinge"]
 
 
-def build_hinge(pairs: PairSet, weights, lam: float, *, costs: str = "scale") -> Formulation:
+def build_hinge(problem, weights=None, lam: float | None = None, *, costs: str = "scale") -> Formulation:
     """Weighted hinge-loss minimisation with an L2 regulariser.
 
     Problem (9) of Cao et al. (SIGIR 2006); (8) of Xu et al. (ECML 2006)
@@ -23,12 +24,14 @@ def build_hinge(pairs: PairSet, weights, lam: float, *, costs: str = "scale") ->
 
     Parameters
     ----------
-    pairs : PairSet
-    weights : array-like of shape (n_pairs,) or float
-        Non-negative pair weights ``τ_k(i) μ_q(i)``, e.g. from
+    problem : RankingProblem or PairSet
+        The problem (its weights and ``λ``), or a pair set with ``weights``
+        and ``lam`` given.
+    weights : array-like of shape (n_pairs,) or float, optional
+        With a pair set: non-negative pair weights ``τ_k(i) μ_q(i)``, e.g. from
         :func:`cvxrank.pair_weights`.
-    lam : float
-        Positive regularisation weight ``λ`` (``cp.Parameter`` ``parameters["lam"]``).
+    lam : float, optional
+        With a pair set: positive regularisation weight ``λ`` (``cp.Parameter`` ``parameters["lam"]``).
     costs : {"scale", "per_pair"}, default "scale"
         How the weights are held, as for the QP forms
         (:func:`~cvxrank.formulations.base.cost_parameters`): a scalar
@@ -39,22 +42,33 @@ def build_hinge(pairs: PairSet, weights, lam: float, *, costs: str = "scale") ->
         but CVXPY compiles it far more slowly for ECOS: 2.5-3.0 s against
         0.1 s on 8,387 pairs).
     """
-    params, base = cost_parameters(weights, pairs.n_pairs, costs, what="weights")
+    if isinstance(problem, RankingProblem):
+        if weights is not None or lam is not None:
+            raise ValidationError("give a RankingProblem or (pairs, weights, lam), not both")
+        ranking = problem
+    elif isinstance(problem, PairSet):
+        if weights is None or lam is None:
+            raise ValidationError("the hinge formulation of a pair set needs weights and lam")
+        ranking = RankingProblem(problem, weights=weights, lam=lam)
+    else:
+        raise ValidationError(f"build_hinge takes a RankingProblem or a PairSet, got {type(problem).__name__}")
+    pairs = ranking.pairs
+    params, base = cost_parameters(ranking.weights, pairs.n_pairs, costs, what="weights")
     lp = cp.Parameter(nonneg=True, name="lam")
-    lp.value = check_lam(lam)
+    lp.value = ranking.lam
     params["lam"] = lp
     w = cp.Variable(pairs.n_features, name="w")
     D = pairs.difference_matrix()
     loss = cp.pos(1 - D @ w)
     if base is not None:
-        problem = cp.Problem(cp.Minimize(params["scale"] * (base @ loss) + lp * cp.sum_squares(w)))
+        cvx = cp.Problem(cp.Minimize(params["scale"] * (base @ loss) + lp * cp.sum_squares(w)))
         variables = {"w": w}
     else:
         # Epigraph of the weighted loss, as in primal.py: a per-pair parameter in the objective
         # would be densified by CVXPY into an ℓ x ℓ array.
         t = cp.Variable(name="t")
-        problem = cp.Problem(cp.Minimize(t + lp * cp.sum_squares(w)), [params["weights"] @ loss <= t])
+        cvx = cp.Problem(cp.Minimize(t + lp * cp.sum_squares(w)), [params["weights"] @ loss <= t])
         variables = {"w": w, "t": t}
     return Formulation(
-        "hinge", problem, variables, params, pairs, "(9) Cao et al. 2006 = (8) Xu et al. 2006", None, base,
+        "hinge", cvx, variables, params, pairs, "(9) Cao et al. 2006 = (8) Xu et al. 2006", None, base, ranking,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cvxpy as cp
 
-from cvxrank.formulations.base import Formulation, cost_parameters
+from cvxrank.formulations.base import Formulation, as_problem, cost_parameters
 from cvxrank.pairs import PairSet
 
 __all__ = ["build_primal", "build_lifted_primal"]
@@ -26,7 +26,7 @@ def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable):
     return t, {"t": t}, [params["C"] @ xi <= t], params, None
 
 
-def build_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
+def build_primal(problem, C=None, *, costs: str = "scale") -> Formulation:
     """Primal QP with one slack per pair and per-pair costs.
 
     Problem (14) of Cao et al. (SIGIR 2006), (9) of Xu et al. (ECML 2006);
@@ -43,8 +43,11 @@ def build_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
 
     Parameters
     ----------
-    pairs : PairSet
-    C : array-like of shape (n_pairs,) or float
+    problem : RankingProblem or PairSet
+        The problem to compile (its costs are ``C = weights / (2λ)``), or a
+        pair set with explicit QP costs ``C``.
+    C : array-like of shape (n_pairs,) or float, optional
+        With a pair set only:
         Non-negative costs.
     costs : {"scale", "per_pair"}, default "scale"
         How ``C`` is held as a ``cp.Parameter`` (DPP: new values re-solve
@@ -59,6 +62,8 @@ def build_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
         Variables ``w``, ``xi`` (and ``t``, the epigraph of ``Σ C_i ξ_i``,
         for ``"per_pair"``); the dual value of the margin constraint is ``α``.
     """
+    ranking, C = as_problem(problem, C)
+    pairs = ranking.pairs
     w = cp.Variable(pairs.n_features, name="w")
     xi = cp.Variable(pairs.n_pairs, name="xi")
     term, extra, constraints, params, base = _cost_term(pairs, C, costs, xi)
@@ -67,11 +72,11 @@ def build_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + term), [margin, xi >= 0, *constraints])
     return Formulation(
         "primal", problem, {"w": w, "xi": xi, **extra}, params, pairs,
-        "(14) Cao et al. 2006 = (9) Xu et al. 2006", margin, base,
+        "(14) Cao et al. 2006 = (9) Xu et al. 2006", margin, base, ranking,
     )
 
 
-def build_lifted_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulation:
+def build_lifted_primal(problem, C=None, *, costs: str = "scale") -> Formulation:
     """Primal QP (14) with ``D = P X`` kept factored through a score vector.
 
     .. math::
@@ -85,12 +90,17 @@ def build_lifted_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulati
 
     Parameters
     ----------
-    pairs : PairSet
-    C : array-like of shape (n_pairs,) or float
+    problem : RankingProblem or PairSet
+        The problem to compile (its costs are ``C = weights / (2λ)``), or a
+        pair set with explicit QP costs ``C``.
+    C : array-like of shape (n_pairs,) or float, optional
+        With a pair set only:
         Non-negative costs.
     costs : {"scale", "per_pair"}, default "scale"
         As in :func:`build_primal`.
     """
+    ranking, C = as_problem(problem, C)
+    pairs = ranking.pairs
     w = cp.Variable(pairs.n_features, name="w")
     s = cp.Variable(pairs.n_documents, name="s")
     xi = cp.Variable(pairs.n_pairs, name="xi")
@@ -102,5 +112,5 @@ def build_lifted_primal(pairs: PairSet, C, *, costs: str = "scale") -> Formulati
     )
     return Formulation(
         "lifted", problem, {"w": w, "s": s, "xi": xi, **extra}, params, pairs,
-        "(14) Cao et al. 2006 with D = P X lifted", margin, base,
+        "(14) Cao et al. 2006 with D = P X lifted", margin, base, ranking,
     )

@@ -38,21 +38,17 @@ from cvxrank._groups import positions_in_group, within_query_pairs
 from cvxrank.exceptions import SolverError, SolverNotAvailableError, ValidationError
 from cvxrank.listwise.loss import ListwiseLayout, _as_layout, check_C, check_pcf
 from cvxrank.listwise.result import ListwiseResult, make_result
-from cvxrank.solvers.cvxpy_backend import (
-    CVXPY_SOLVERS,
-    _version,
-    installed_cvxpy_solvers,
-)
+from cvxrank.solvers.cvxpy_backend import _version, installed_cvxpy_solvers
+from cvxrank.solvers.registry import SOLVERS
 
 __all__ = ["EXP_CONE_SOLVERS", "LISTWISE_DEFAULT_OPTIONS", "ListwiseProgram", "build_listwise",
            "solve_listwise_cvxpy"]
 
-#: CVXPY solvers (cvxrank names) that handle the exponential cone.
-EXP_CONE_SOLVERS = ("clarabel", "ecos", "scs", "mosek")
+#: CVXPY solvers (cvxrank names) that handle the exponential cone (registry field ``exp_cone``).
+EXP_CONE_SOLVERS = tuple(s.name for s in SOLVERS.values() if s.exp_cone)
 
-#: Solver defaults changed here, overridden key by key by the caller's options.
-#: SCS's defaults (eps 1e-4) give a gradient far from the certificate's 1e-6.
-LISTWISE_DEFAULT_OPTIONS = {"scs": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100_000}}
+#: Solver defaults for this problem (registry field ``listwise_defaults``), overridden key by key.
+LISTWISE_DEFAULT_OPTIONS = {s.name: s.listwise_defaults for s in SOLVERS.values() if s.listwise_defaults}
 
 
 def _unit_rows(index: np.ndarray, n_cols: int) -> sp.csr_matrix:
@@ -128,7 +124,7 @@ class ListwiseProgram:
         name = _check_solver(solver)
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
             raise ValidationError(f"tol must be a number in (0, 1), got {tol!r}")
-        const, package = CVXPY_SOLVERS[name]
+        const, package = SOLVERS[name].cvxpy_name, SOLVERS[name].package
         merged = {**LISTWISE_DEFAULT_OPTIONS.get(name, {}), **options}
         start = time.perf_counter()
         try:
@@ -165,7 +161,7 @@ def _check_solver(solver) -> str:
     if name in _installed_exp_cone():
         return name
     if name in EXP_CONE_SOLVERS:
-        why = f"{name} handles the exponential cone but is not installed (pip install {CVXPY_SOLVERS[name][1]})"
+        why = f"{name} handles the exponential cone but is not installed (pip install {SOLVERS[name].package})"
     else:
         why = f"{solver!r} is not a CVXPY solver with exponential cones"
     raise SolverNotAvailableError(f"{why}; installed exponential-cone solvers: {', '.join(_installed_exp_cone())} "

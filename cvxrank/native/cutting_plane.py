@@ -52,6 +52,8 @@ from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native.bundle import Bundle
 from cvxrank.native.costs import cost_table, cost_table_from_pairs
 from cvxrank.native.oracle import PairFreeOracle
+from cvxrank.problem import RankingProblem
+from cvxrank.solution import finish
 
 __all__ = ["CuttingPlaneRun", "blas_threads", "certifiable_gap", "cutting_plane", "solve_cutting_plane", "solve_pairfree"]
 
@@ -283,20 +285,6 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
 
 
 # -- SolveResult front ends ----------------------------------------------------
-_STATUS = {"optimal": "optimal", "user_limit": "user_limit", "float_limit": "optimal_inaccurate",
-           "stalled": "optimal_inaccurate"}
-
-
-def _warn_unless_optimal(run: CuttingPlaneRun, tol: float, what: str) -> None:
-    if run.status in ("optimal", "float_limit"):  # float_limit warned when the solve started
-        return
-    reason = {"user_limit": "reached max_iter or time_limit", "stalled": "stopped making progress"}[run.status]
-    warnings.warn(
-        f"cutting_plane on {what} {reason} after {run.iterations} iterations: certified relative gap "
-        f"{run.relative_gap:.2e} > tol {tol:.0e}; raise max_iter or time_limit, or loosen tol",
-        InaccurateSolutionWarning, stacklevel=3)
-
-
 def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, tol: float = 1e-6,
                    max_iter: int = 10_000, time_limit: float | None = None, verbose: bool = False,
                    warm_start_w=None, client=None, **options):
@@ -360,59 +348,39 @@ def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, to
     >>> res.status, res.formulation, res.relative_gap <= 1e-6
     ('optimal', 'pairfree', True)
     """
-    from cvxrank import __version__
-    from cvxrank.solvers.result import SolveResult
-
     if not isinstance(data, RankingData):
         raise ValidationError(f"solve_pairfree takes RankingData, got {type(data).__name__}")
-    lam = check_lam(lam)
-    t0 = time.perf_counter()
-    costs = cost_table(data, tau, mu)
-    n_shards = options.pop("n_shards", None)
-    if client is not None:
-        from cvxrank.native.dask import DaskOracle
-
-        oracle = DaskOracle(client, data, costs, n_shards=n_shards)
-    else:
-        if n_shards is not None:
-            raise ValidationError("n_shards needs a dask client")
-        oracle = PairFreeOracle.from_data(data, costs)
-    setup = time.perf_counter() - t0
-    run = cutting_plane(oracle, lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
-                        warm_start_w=warm_start_w, **options)
-    _warn_unless_optimal(run, tol, "the pair-free problem")
-    resid = np.linalg.norm(run.w - run.w_model) / max(1.0, float(np.linalg.norm(run.w)))
-    return SolveResult(
-        w=run.w, status=_STATUS[run.status], objective=run.objective, dual_objective=run.lower_bound,
-        duality_gap=run.gap, relative_gap=run.relative_gap, alpha=None, solver="cutting_plane",
-        solver_version=__version__, formulation="pairfree", solver_status=run.status,
-        solver_objective=float("nan"), iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
-        primal_residual=0.0, dual_residual=float(resid), lam=lam, tol=float(tol),
-        extras={"oracle_calls": run.oracle_calls, "n_pairs": oracle.n_pairs, "n_documents": oracle.n_documents,
-                "certifiable_gap": run.floor, "planes": int(np.count_nonzero(run.beta[1:]))},
-        history=run.history,
-    )
+    problem = RankingProblem(data, tau=tau, mu=mu, lam=lam)
+    return solve_cutting_plane(problem, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
+                               warm_start_w=warm_start_w, client=client, **options)
 
 
-def solve_cutting_plane(formulation, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 10_000,
-                        time_limit: float | None = None, warm_start_w=None, **options):
-    """Solve any :class:`~cvxrank.formulations.Formulation` with the pair-free cutting-plane method.
+def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 10_000,
+                        time_limit: float | None = None, warm_start_w=None, client=None, **options):
+    """Solve a :class:`~cvxrank.problem.RankingProblem` with the pair-free cutting-plane method.
 
-    The solver reads the formulation's pairs and current costs
-    (``formulation.hinge_costs()``), never its CVXPY problem. The weights must
-    be one value per (query, grade pair), e.g. ``τ_k μ_q`` from
-    :func:`cvxrank.costs.pair_weights`, and the pairs all the within-query
-    pairs of the data (:func:`cvxrank.pairs.make_pairs`). The result is
-    certified by :func:`cvxrank.solvers.common.finish` from the pairwise dual
-    point ``α_i = C_i Σ_k β_k [i violated at w_k]`` of the final model.
+    ``solve(problem, "cutting_plane")`` calls this. A problem made from
+    documents is solved without forming its pairs (the costs become a
+    (query, grade pair) table, :func:`~cvxrank.native.costs.cost_table`); a
+    problem on a pair set needs its weights to be one value per (query,
+    grade pair) and the pairs to be all the within-query pairs of the data
+    (:func:`~cvxrank.native.costs.cost_table_from_pairs`).
+
+    The solution is certified by the method's own bound: every plane is a
+    minorant of the loss, so the dual value of the plane model is a lower
+    bound on ``L(w*)`` (see the module docstring). When that bound proves
+    ``tol`` no other certificate is computed; otherwise, if the pairs exist,
+    the pairwise certificate is tried too, starting from the model's
+    pairwise dual point ``α_i = C_i Σ_k β_k [i violated at w_k]``.
 
     Parameters
     ----------
-    formulation : Formulation
-    tol, verbose, max_iter, time_limit, warm_start_w
+    problem : RankingProblem
+        (or a :class:`~cvxrank.formulations.Formulation`: its problem is solved).
+    tol, verbose, max_iter, time_limit, warm_start_w, client
         As for :func:`solve_pairfree`.
     **options
-        Passed to :func:`cutting_plane`.
+        Passed to :func:`cutting_plane` (``n_shards`` with ``client``).
 
     Raises
     ------
@@ -422,35 +390,49 @@ def solve_cutting_plane(formulation, *, tol: float = 1e-6, verbose: bool = False
         (``"clarabel"``, ``"subgradient"``) for those.
     """
     from cvxrank import __version__
-    from cvxrank.formulations import Formulation
-    from cvxrank.solvers.common import finish
 
-    if not isinstance(formulation, Formulation):
-        raise ValidationError(f"solve_cutting_plane takes a Formulation, got {type(formulation).__name__}")
+    problem = getattr(problem, "ranking", problem)  # a Formulation states its problem
+    if not isinstance(problem, RankingProblem):
+        raise ValidationError(f"solve_cutting_plane takes a RankingProblem, got {type(problem).__name__}")
     t0 = time.perf_counter()
-    pairs = formulation.pairs
-    weights, lam = formulation.hinge_costs()
-    costs = cost_table_from_pairs(pairs, weights)
-    oracle = PairFreeOracle.from_data(pairs.data, costs)
+    if problem.has_pairs:
+        costs = cost_table_from_pairs(problem.pairs, problem.weights)
+    else:
+        costs = cost_table(problem.data, costs=problem.costs)
+    n_shards = options.pop("n_shards", None)
+    if client is not None:
+        from cvxrank.native.dask import DaskOracle
+
+        oracle = DaskOracle(client, problem.data, costs, n_shards=n_shards)
+    else:
+        if n_shards is not None:
+            raise ValidationError("n_shards needs a dask client")
+        oracle = PairFreeOracle.from_data(problem.data, costs)
     setup = time.perf_counter() - t0
-    run = cutting_plane(oracle, lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
-                        warm_start_w=warm_start_w, keep_points=True, **options)
-    # The pairwise dual point of the model: plane k covers the pairs violated at its point w_k.
-    C = weights / (2.0 * lam)
-    alpha = np.zeros(pairs.n_pairs)
-    for beta_k, point in zip(run.beta[1:], run.points[1:]):
-        if beta_k > 0:
-            alpha += beta_k * (pairs.margins(point) < 1)
-    alpha = np.minimum(alpha, 1.0) * C
+    run = cutting_plane(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
+                        warm_start_w=warm_start_w, keep_points=problem.has_pairs, **options)
+    alphas = []
+    if problem.has_pairs and not run.relative_gap <= tol:
+        # The pairwise dual point of the model: plane k covers the pairs violated at its point w_k.
+        pairs = problem.pairs
+        alpha = np.zeros(pairs.n_pairs)
+        for beta_k, point in zip(run.beta[1:], run.points[1:]):
+            if beta_k > 0:
+                alpha += beta_k * (pairs.margins(point) < 1)
+        alphas.append(np.minimum(alpha, 1.0) * problem.C)
     backend = {"optimal": "optimal", "user_limit": "user_limit"}.get(run.status, "optimal_inaccurate")
+    resid = np.linalg.norm(run.w - run.w_model) / max(1.0, float(np.linalg.norm(run.w)))
     context = warnings.catch_warnings() if run.status == "float_limit" else contextlib.nullcontext()
     with context:
         if run.status == "float_limit":
             warnings.simplefilter("ignore", InaccurateSolutionWarning)  # warned when the solve started
         return finish(
-            formulation, run.w, alphas=[alpha], backend_status=backend, solver="cutting_plane", version=__version__,
+            problem, run.w, formulation="pairfree", scale="L", alphas=alphas, lower_bound=run.lower_bound,
+            objective_L=run.objective, backend_status=backend, solver="cutting_plane", version=__version__,
             tol=tol, iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
             extras={"oracle_calls": run.oracle_calls, "pairfree_relative_gap": run.relative_gap,
-                    "certifiable_gap": run.floor, "solver_status": run.status},
+                    "certifiable_gap": run.floor, "solver_status": run.status, "n_pairs": oracle.n_pairs,
+                    "n_documents": oracle.n_documents, "planes": int(np.count_nonzero(run.beta[1:])),
+                    "dual_residual": float(resid)},
             history=run.history,
         )

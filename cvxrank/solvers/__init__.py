@@ -1,5 +1,11 @@
 """Interchangeable solvers: every CVXPY solver installed, plus native numpy solvers.
 
+Every solver takes a :class:`~cvxrank.problem.RankingProblem` (or a compiled
+:class:`~cvxrank.formulations.Formulation` of one) and returns a
+:class:`~cvxrank.solution.SolveResult` that carries its certificate. What
+cvxrank knows about each solver lives in one table,
+:data:`cvxrank.solvers.registry.SOLVERS`:
+
 =================  ==========  ==================================================
 name               kind        method
 =================  ==========  ==================================================
@@ -7,11 +13,13 @@ name               kind        method
 ``ecos``           CVXPY       interior point (SOCP)
 ``osqp``           CVXPY       ADMM (QP) with polishing
 ``scs``            CVXPY       ADMM (conic), low accuracy per iteration
-``subgradient``    native      projected subgradient + dual polish, certified stop
+``subgradient``    native      projected subgradient steps only, certified stop
+                               (default ``tol`` 1e-4)
 ``gd``             native      fixed-step gradient descent of Fig. 3/SIGIR, as published
 ``cutting_plane``  native      pair-free stabilised 1-slack cutting planes
-                               (:mod:`cvxrank.native`), certified stop; weights
-                               must be one value per (query, grade pair)
+                               (:mod:`cvxrank.native`), certified by its own
+                               bound; weights must be one value per (query,
+                               grade pair)
 =================  ==========  ==================================================
 
 Any other QP-capable solver CVXPY has installed (``piqp``, ``proxqp``,
@@ -20,31 +28,34 @@ Any other QP-capable solver CVXPY has installed (``piqp``, ``proxqp``,
 
 from __future__ import annotations
 
+from cvxrank.certificate import Certificate, certify, reduced_dual
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
-from cvxrank.formulations import Formulation
+from cvxrank.formulations import Formulation, build
 from cvxrank.native.cutting_plane import solve_cutting_plane
-from cvxrank.solvers.certificate import Certificate, certify, reduced_dual
-from cvxrank.solvers.cvxpy_backend import CVXPY_SOLVERS, DEFAULT_OPTIONS, installed_cvxpy_solvers, solve_cvxpy
+from cvxrank.problem import RankingProblem
+from cvxrank.solution import SolveResult
+from cvxrank.solvers.cvxpy_backend import installed_cvxpy_solvers, solve_cvxpy
 from cvxrank.solvers.fallback import FALLBACK_CHAIN, solve_with_fallback
 from cvxrank.solvers.gd import solve_gd
-from cvxrank.solvers.result import SolveResult
+from cvxrank.solvers.registry import SOLVERS, SolverSpec, get_spec
 from cvxrank.solvers.subgradient import solve_subgradient
 
 __all__ = [
     "Certificate",
-    "CVXPY_SOLVERS",
-    "DEFAULT_OPTIONS",
     "FALLBACK_CHAIN",
     "NATIVE_SOLVERS",
+    "SOLVERS",
     "SolveResult",
+    "SolverSpec",
     "available_solvers",
     "certify",
+    "get_spec",
     "reduced_dual",
     "solve",
     "solve_with_fallback",
 ]
 
-#: Native solvers: name -> function(formulation, *, tol, verbose, **options).
+#: Native solvers: name -> function(problem, *, tol, verbose, **options).
 NATIVE_SOLVERS = {"subgradient": solve_subgradient, "gd": solve_gd, "cutting_plane": solve_cutting_plane}
 
 
@@ -53,32 +64,40 @@ def available_solvers() -> list[str]:
     return installed_cvxpy_solvers() + list(NATIVE_SOLVERS)
 
 
-def solve(formulation: Formulation, solver: str = "clarabel", *, tol: float = 1e-6, warm_start: bool = False,
-          verbose: bool = False, **options) -> SolveResult:
-    """Solve a formulation and certify the solution.
+def solve(problem, solver: str = "clarabel", *, tol: float | None = None, formulation: str = "auto",
+          warm_start: bool = False, verbose: bool = False, **options) -> SolveResult:
+    """Solve a ranking problem and certify the solution.
 
     Parameters
     ----------
-    formulation : Formulation
-        From :func:`cvxrank.formulations.build` or one of the builders.
+    problem : RankingProblem or Formulation
+        The problem (pairs, costs, ``λ``), or a formulation compiled from one
+        (:func:`cvxrank.build`). A CVXPY solver given a problem compiles it
+        with ``formulation``; a native solver reads the problem directly.
     solver : str, default "clarabel"
         A name from :func:`available_solvers` (case-insensitive).
-    tol : float, default 1e-6
+    tol : float, optional
         Relative duality-gap tolerance: a solution is reported ``"optimal"``
         only if its certified relative gap is at most ``tol``; native solvers
-        stop there.
+        stop there. Default: the solver's own (:attr:`SolverSpec.default_tol`:
+        1e-6, and 1e-4 for the pure ``subgradient`` method).
+    formulation : str, default "auto"
+        With a problem and a CVXPY solver: which formulation to compile
+        (:func:`cvxrank.build`). Ignored for a Formulation and native solvers.
     warm_start : bool, default False
         Passed to CVXPY (re-solves after a parameter change start from the
         previous solution where the solver supports it).
     verbose : bool, default False
     **options
         Passed to the solver untouched (CVXPY solvers: the solver's own option
-        names, over :data:`DEFAULT_OPTIONS`; native solvers: ``max_iter`` and
+        names, over the registry's defaults; native solvers: ``max_iter`` and
         the others their docstrings list).
 
     Returns
     -------
     SolveResult
+        With ``L`` and ``M``, the certified gap on each scale and the distance
+        bound ``‖w − w*‖ ≤ sqrt(2 gap_M)``.
 
     Raises
     ------
@@ -86,19 +105,36 @@ def solve(formulation: Formulation, solver: str = "clarabel", *, tol: float = 1e
         For an unknown or uninstalled solver; the message lists the installed ones.
     SolverError
         When the solver fails; the message suggests another.
+
+    Examples
+    --------
+    >>> import cvxrank as cr
+    >>> problem = cr.RankingProblem(cr.make_ranking(n_queries=4, random_state=0), mu="balanced", lam=0.1)
+    >>> a, b = cr.solve(problem, "clarabel"), cr.solve(problem, "cutting_plane")
+    >>> a.status, b.status, bool(abs(a.w - b.w).max() <= a.distance_bound + b.distance_bound)
+    ('optimal', 'optimal', True)
     """
-    if not isinstance(formulation, Formulation):
-        raise ValidationError(f"solve takes a Formulation, got {type(formulation).__name__}")
-    if not isinstance(tol, (int, float)) or not (0 < tol < 1):
+    if isinstance(problem, Formulation):
+        form, ranking = problem, problem.ranking
+    elif isinstance(problem, RankingProblem):
+        form, ranking = None, problem
+    else:
+        raise ValidationError(f"solve takes a RankingProblem or a Formulation, got {type(problem).__name__}")
+    spec = get_spec(solver)
+    if tol is None:
+        tol = spec.default_tol
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0 < tol < 1):
         raise ValidationError(f"tol must be a number in (0, 1), got {tol!r}")
-    name = str(solver).lower()
-    if name in NATIVE_SOLVERS:
-        return NATIVE_SOLVERS[name](formulation, tol=tol, verbose=verbose, **options)
-    if name in installed_cvxpy_solvers():
-        return solve_cvxpy(formulation, name, tol=tol, warm_start=warm_start, verbose=verbose, **options)
-    hint = ""
-    if name in CVXPY_SOLVERS:
-        hint = f" ({name} is supported but not installed: pip install {CVXPY_SOLVERS[name][1]})"
-    raise SolverNotAvailableError(
-        f"unknown solver {solver!r}{hint}; installed: {', '.join(available_solvers())}"
-    )
+    if spec.kind == "native":
+        name = form.name if form is not None else ("pairfree" if spec.pairfree else "hinge")
+        if spec.pairfree:
+            return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, **options)
+        return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, formulation=name, **options)
+    if not spec.installed():
+        raise SolverNotAvailableError(
+            f"{spec.name} is supported but not installed (pip install {spec.package}); "
+            f"installed: {', '.join(available_solvers())}"
+        )
+    if form is None:
+        form = build(ranking, formulation=formulation)
+    return solve_cvxpy(form, spec.name, tol=tol, warm_start=warm_start, verbose=verbose, **options)

@@ -11,61 +11,25 @@ import numpy as np
 
 from cvxrank.exceptions import SolverError
 from cvxrank.formulations import Formulation
-from cvxrank.solvers.common import finish
+from cvxrank.solution import finish
+from cvxrank.solvers.registry import SOLVERS
 
-__all__ = ["CVXPY_SOLVERS", "DEFAULT_OPTIONS", "MAX_ITER_OPTION", "installed_cvxpy_solvers", "solve_cvxpy"]
+__all__ = ["installed_cvxpy_names", "installed_cvxpy_solvers", "solve_cvxpy"]
 
-#: cvxrank name -> (CVXPY solver constant, PyPI package). Solvers CVXPY can
-#: hand a QP or SOCP to; only the installed ones are offered.
-CVXPY_SOLVERS = {
-    "clarabel": ("CLARABEL", "clarabel"),
-    "osqp": ("OSQP", "osqp"),
-    "ecos": ("ECOS", "ecos"),
-    "scs": ("SCS", "scs"),
-    "piqp": ("PIQP", "piqp"),
-    "proxqp": ("PROXQP", "proxsuite"),
-    "qoco": ("QOCO", "qoco"),
-    "daqp": ("DAQP", "daqp"),
-    "cvxopt": ("CVXOPT", "cvxopt"),
-    "gurobi": ("GUROBI", "gurobipy"),
-    "mosek": ("MOSEK", "Mosek"),
-}
-
-#: The iteration-cap option of each solver under its own name (native solvers: ``max_iter``).
-MAX_ITER_OPTION = {"clarabel": "max_iter", "ecos": "max_iters", "osqp": "max_iter", "scs": "max_iters",
-                   "piqp": "max_iter", "qoco": "max_iters", "cvxopt": "maxiters", "gurobi": "BarIterLimit",
-                   "mosek": "MSK_IPAR_INTPNT_MAX_ITERATIONS"}
+_INSTALLED: frozenset | None = None
 
 
-def _osqp_polish_option() -> str:
-    try:
-        major = int(metadata.version("osqp").split(".")[0])
-    except (metadata.PackageNotFoundError, ValueError):
-        return "polish"
-    return "polishing" if major >= 1 else "polish"
-
-
-_OSQP_POLISH = _osqp_polish_option()
-
-#: The only place cvxrank changes a solver's defaults. User options override
-#: these key by key; everything else passes through to the solver untouched.
-DEFAULT_OPTIONS = {
-    # OSQP's defaults (eps 1e-5, 10k iterations) stop short of the 1e-6
-    # certified relative gap cvxrank reports as "optimal"; polishing then
-    # recovers an exact active-set solution on most primal ranking QPs. On the
-    # lifted and dual forms ADMM often stalls whatever the tolerance; the
-    # certificate reports it (status "user_limit"/"optimal_inaccurate").
-    # (OSQP 1.0 renamed the option "polish" to "polishing".)
-    "osqp": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iter": 100_000, _OSQP_POLISH: True},
-    # SCS's defaults (eps 1e-4) are far too loose for a certified 1e-6 gap.
-    "scs": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
-}
+def installed_cvxpy_names() -> frozenset:
+    """CVXPY's constants of the installed solvers (asked once per process)."""
+    global _INSTALLED
+    if _INSTALLED is None:
+        _INSTALLED = frozenset(cp.installed_solvers())
+    return _INSTALLED
 
 
 def installed_cvxpy_solvers() -> list[str]:
-    """cvxrank names of the CVXPY solvers that are installed, in table order."""
-    installed = set(cp.installed_solvers())
-    return [name for name, (const, _) in CVXPY_SOLVERS.items() if const in installed]
+    """cvxrank names of the CVXPY solvers that are installed, in registry order."""
+    return [s.name for s in SOLVERS.values() if s.kind == "cvxpy" and s.cvxpy_name in installed_cvxpy_names()]
 
 
 def _version(package: str) -> str:
@@ -86,9 +50,10 @@ def _primal_residual(problem: cp.Problem) -> float:
 
 def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start: bool = False,
                 verbose: bool = False, **options):
-    """Solve with the CVXPY solver ``solver`` (a key of :data:`CVXPY_SOLVERS`) and certify."""
-    const, package = CVXPY_SOLVERS[solver]
-    merged = {**DEFAULT_OPTIONS.get(solver, {}), **options}
+    """Solve with the CVXPY solver ``solver`` (a CVXPY entry of the registry) and certify."""
+    spec = SOLVERS[solver]
+    const, package = spec.cvxpy_name, spec.package
+    merged = {**spec.defaults, **options}
     problem = formulation.problem
     start = time.perf_counter()
     try:
@@ -124,7 +89,8 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     alpha = formulation.recover_alpha()
     extras = {"solver_stats": stats, "options": merged, "wall_time": wall}
     return finish(
-        formulation, w, alphas=[alpha], backend_status=status, solver=solver, version=_version(package),
+        formulation.ranking, w, formulation=formulation.name, scale=formulation.scale, alphas=[alpha],
+        backend_status=status, solver=solver, version=_version(package),
         tol=tol, iterations=stats.num_iters, setup_time=setup, solve_time=solve_time,
         solver_objective=problem.value, primal_residual=_primal_residual(problem), extras=extras,
     )

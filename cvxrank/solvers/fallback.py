@@ -13,8 +13,10 @@ whose certified relative gap is within ``tol``.
 The default chain, :data:`FALLBACK_CHAIN`, orders the solvers by how
 reliably they certify these problems: the interior-point solvers first
 (``clarabel``, ``ecos``), then the first-order ones (``scs``, ``osqp``),
-then the native ``subgradient`` solver, which needs no CVXPY compilation and
-stops on its own certificate. Solvers that are not installed are skipped.
+then the native pair-free ``cutting_plane`` solver, which needs no CVXPY
+compilation and stops on its own certificate (it refuses explicit pairs and
+per-pair weights, and the chain moves on). Solvers that are not installed are
+skipped.
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ from cvxrank.exceptions import (
     SolverError,
     SolverNotAvailableError,
 )
-from cvxrank.formulations import Formulation
-from cvxrank.solvers.cvxpy_backend import CVXPY_SOLVERS
-from cvxrank.solvers.result import SolveResult
+from cvxrank.solution import SolveResult
+from cvxrank.solvers.registry import SOLVERS, fallback_chain
 
 __all__ = ["FALLBACK_CHAIN", "solve_with_fallback"]
 
-#: The documented default order of :func:`solve_with_fallback`.
-FALLBACK_CHAIN = ("clarabel", "ecos", "scs", "osqp", "subgradient")
+#: The documented default order of :func:`solve_with_fallback`, read off the solver registry
+#: (:data:`cvxrank.solvers.registry.SOLVERS`, field ``fallback``).
+FALLBACK_CHAIN = fallback_chain()
 
 
 def _chain(solvers) -> list[str]:
@@ -55,7 +57,7 @@ def _chain(solvers) -> list[str]:
     return out
 
 
-def solve_with_fallback(formulation: Formulation, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6,
+def solve_with_fallback(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6,
                         options: dict | None = None, warm_start: bool = False,
                         verbose: bool = False) -> SolveResult:
     """Solve with the first solver of a chain whose solution passes the certificate.
@@ -69,7 +71,8 @@ def solve_with_fallback(formulation: Formulation, solvers=FALLBACK_CHAIN, *, tol
 
     Parameters
     ----------
-    formulation : Formulation
+    problem : RankingProblem or Formulation
+        As for :func:`cvxrank.solve`.
     solvers : sequence of str or str, default :data:`FALLBACK_CHAIN`
         The chain, in order. A single name means that solver first, then
         :data:`FALLBACK_CHAIN`.
@@ -105,10 +108,10 @@ def solve_with_fallback(formulation: Formulation, solvers=FALLBACK_CHAIN, *, tol
     >>> result.status, [a["solver"] for a in result.extras["attempts"]][0]
     ('optimal', 'osqp')
     """
-    from cvxrank.solvers import NATIVE_SOLVERS, available_solvers, solve
+    from cvxrank.solvers import available_solvers, solve
 
     names = _chain(solvers)
-    unknown = [s for s in names if s not in CVXPY_SOLVERS and s not in NATIVE_SOLVERS]
+    unknown = [s for s in names if s not in SOLVERS]
     if unknown:
         raise SolverNotAvailableError(f"unknown solver(s) {unknown} in the fallback chain; installed: "
                                       f"{', '.join(available_solvers())}")
@@ -118,13 +121,13 @@ def solve_with_fallback(formulation: Formulation, solvers=FALLBACK_CHAIN, *, tol
     for name in names:
         if name not in installed:
             attempts.append({"solver": name, "status": "not installed", "relative_gap": math.nan, "time": 0.0,
-                             "message": f"pip install {CVXPY_SOLVERS[name][1]}" if name in CVXPY_SOLVERS else ""})
+                             "message": f"pip install {SOLVERS[name].package}"})
             continue
         start = time.perf_counter()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InaccurateSolutionWarning)  # judged below, warned once
-                result = solve(formulation, name, tol=tol, warm_start=warm_start, verbose=verbose,
+                result = solve(problem, name, tol=tol, warm_start=warm_start, verbose=verbose,
                                **options.get(name, {}))
         except CvxrankError as exc:
             attempts.append({"solver": name, "status": "error", "relative_gap": math.nan,

@@ -24,24 +24,25 @@ import numpy as np
 import pandas as pd
 
 from cvxrank import __version__
+from cvxrank.certificate import certify
 from cvxrank.exceptions import ValidationError
-from cvxrank.formulations import Formulation
 from cvxrank.objectives import qp_objective
-from cvxrank.solvers.certificate import certify
-from cvxrank.solvers.common import finish
+from cvxrank.problem import RankingProblem
+from cvxrank.solution import finish
 from cvxrank.solvers.subgradient import _check_iter
 
 __all__ = ["solve_gd"]
 
 
-def solve_gd(formulation: Formulation, *, tol: float = 1e-6, max_iter: int = 5_000,
-             learning_rate: float | None = None, check_every: int = 100, verbose: bool = False):
+def solve_gd(problem: RankingProblem, *, tol: float = 1e-6, max_iter: int = 5_000,
+             learning_rate: float | None = None, check_every: int = 100, verbose: bool = False,
+             formulation: str = "hinge"):
     """Run Fig. 3's gradient descent with a fixed learning rate.
 
     Parameters
     ----------
-    formulation : Formulation
-        Any formulation; its pairs and current costs define the problem.
+    problem : RankingProblem
+        Its pairs, weights and ``λ`` define the problem.
     tol : float, default 1e-6
         Stop when the certified relative gap of the current ``w`` is at most ``tol``.
     max_iter : int, default 5000
@@ -52,12 +53,13 @@ def solve_gd(formulation: Formulation, *, tol: float = 1e-6, max_iter: int = 5_0
     check_every : int, default 100
         Iterations between certificate checks.
     verbose : bool, default False
+    formulation : str, default "hinge"
+        Name recorded in the result.
     """
     max_iter = _check_iter(max_iter)
     check_every = _check_iter(check_every, "check_every")
-    pairs = formulation.pairs
-    weights, lam = formulation.hinge_costs()
-    C = weights / (2.0 * lam)
+    pairs, weights, lam = problem.pairs, problem.weights, problem.lam
+    C = problem.C
     eta = 1.0 / (200.0 * lam) if learning_rate is None else float(learning_rate)
     if not np.isfinite(eta) or eta <= 0 or eta >= 1.0 / lam:
         raise ValidationError(f"learning_rate must be in (0, 1/lam) = (0, {1.0 / lam:g}), got {learning_rate!r}")
@@ -71,7 +73,7 @@ def solve_gd(formulation: Formulation, *, tol: float = 1e-6, max_iter: int = 5_0
         k += 1
         if k % check_every and k < max_iter:
             continue
-        cert = certify(pairs, C, w)
+        cert = certify(pairs, C, w, target=tol * 1e-3)
         history.append({"iteration": k, "objective": 2 * lam * qp_objective(pairs, w, C),
                         "dual_objective": 2 * lam * cert.dual, "relative_gap": cert.relative_gap})
         if verbose:
@@ -81,7 +83,7 @@ def solve_gd(formulation: Formulation, *, tol: float = 1e-6, max_iter: int = 5_0
             break
     elapsed = time.perf_counter() - start
     return finish(
-        formulation, w, backend_status="optimal" if converged else "user_limit", solver="gd",
-        version=__version__, tol=tol, iterations=k, solve_time=elapsed, history=pd.DataFrame(history),
-        extras={"learning_rate": eta}, certificate=cert,
+        problem, w, formulation=formulation, scale="L", alphas=[] if cert is None else [cert.alpha],
+        backend_status="optimal" if converged else "user_limit", solver="gd", version=__version__, tol=tol,
+        iterations=k, solve_time=elapsed, history=pd.DataFrame(history), extras={"learning_rate": eta},
     )

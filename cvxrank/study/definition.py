@@ -151,7 +151,7 @@ class Study:
         (after the profile's tolerances, so they can override them).
     max_iter : int, optional
         Iteration cap of every run (not the reference), under each solver's
-        own option name (:data:`cvxrank.solvers.cvxpy_backend.MAX_ITER_OPTION`,
+        own option name (:data:`cvxrank.solvers.registry.SOLVERS`,
         ``max_iter`` for native solvers). A run that reaches it ends as a
         ``"user_limit"`` row however fast the machine is, so the table does not
         depend on timing the way a time limit does. Default: each solver's own.
@@ -230,9 +230,9 @@ class Study:
 
     def run_options(self, solver: str) -> dict:
         """Options of every run of ``solver``: the iteration cap, then ``solver_options``."""
-        from cvxrank.solvers.cvxpy_backend import MAX_ITER_OPTION
+        from cvxrank.solvers.registry import max_iter_options
 
-        cap = {} if self.max_iter is None else {MAX_ITER_OPTION.get(solver, "max_iter"): self.max_iter}
+        cap = {} if self.max_iter is None else max_iter_options(solver, self.max_iter)
         return {**cap, **self.solver_options.get(solver, {})}
 
     def definition(self) -> dict:

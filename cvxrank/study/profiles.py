@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from cvxrank.exceptions import ValidationError
+from cvxrank.solvers.registry import SOLVERS
 
 __all__ = ["PROFILES", "TOLERANCE_OPTIONS", "Profile", "get_profile", "options_table", "passes", "solver_options"]
 
@@ -64,23 +65,13 @@ PROFILES = {
     "high": Profile("high", 1e-9),
 }
 
-#: The one translation table: solver -> its option names that are set to ``ε``.
+#: Solver -> its option names that are set to ``ε``: a view of the solver registry
+#: (:data:`cvxrank.solvers.registry.SOLVERS`, field ``tolerance_options``).
 #: Every solver also gets cvxrank's ``tol=ε`` (the certificate's threshold,
 #: and the stopping rule of native solvers, which have no other tolerance).
 #: A solver missing here (a new native solver, a CVXPY solver cvxrank does
 #: not know) gets ``tol`` only.
-TOLERANCE_OPTIONS = {
-    "clarabel": ("tol_gap_abs", "tol_gap_rel", "tol_feas"),
-    "ecos": ("abstol", "reltol", "feastol"),
-    "osqp": ("eps_abs", "eps_rel"),
-    "scs": ("eps_abs", "eps_rel"),
-    "piqp": ("eps_abs", "eps_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"),
-    "proxqp": ("eps_abs", "eps_rel"),
-    "qoco": ("abstol", "reltol"),
-    "cvxopt": ("abstol", "reltol", "feastol"),
-    "subgradient": (),
-    "gd": (),
-}
+TOLERANCE_OPTIONS = {name: spec.tolerance_options for name, spec in SOLVERS.items()}
 
 
 def get_profile(profile) -> Profile:

@@ -1,0 +1,161 @@
+"""The ranking problem: data (or explicit pairs), one costs value, ``λ``.
+
+Every solver in cvxrank takes a :class:`RankingProblem` and returns a
+:class:`~cvxrank.solution.SolveResult`. The problem is the weighted hinge
+problem (9) of Cao et al. (SIGIR 2006),
+
+.. math:: \\min_w\\; L(w) = \\sum_i c_i\\,[1 - \\langle w, d_i \\rangle]_+ + \\lambda \\|w\\|^2,
+          \\qquad c_i = \\tau_{k(i)} \\mu_{q(i)},
+
+and, by Theorem 1, the QP (14) with ``C_i = c_i / (2λ)``,
+
+.. math:: \\min_{w, \\xi}\\; M(w, \\xi) = \\tfrac12 \\|w\\|^2 + \\sum_i C_i \\xi_i
+          \\quad \\text{s.t.}\\quad \\langle w, d_i \\rangle \\ge 1 - \\xi_i,\\ \\xi \\ge 0,
+
+with ``L(w) = 2λ M(w)`` at every ``w`` (``ξ_i = [1 - <w, d_i>]_+``). Both
+scales are stated on every solution.
+
+The CVXPY formulations (:mod:`cvxrank.formulations`) compile a problem; the
+native solvers (:mod:`cvxrank.native`, ``subgradient``, ``gd``) read it
+directly. A problem made from documents forms its pairs only when a solver
+needs them (the pair-free solver never does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cvxrank.costs import Costs, check_lam
+from cvxrank.data import RankingData
+from cvxrank.exceptions import ValidationError
+from cvxrank.objectives import hinge_objective, qp_objective
+from cvxrank.pairs import PairSet, count_pairs, make_pairs
+
+__all__ = ["RankingProblem"]
+
+
+class RankingProblem:
+    """Data or explicit pairs, one :class:`~cvxrank.costs.Costs` value and ``λ``.
+
+    Parameters
+    ----------
+    data : RankingData or PairSet
+        Graded documents (pairs are formed inside queries when needed, by
+        :func:`~cvxrank.pairs.make_pairs`) or a pair set (e.g. explicit
+        preference pairs from :func:`~cvxrank.pairs.preference_pairs`).
+    costs : Costs, optional
+        Default: ``Costs(tau=tau, mu=mu, weights=weights)``.
+    tau, mu, weights : optional
+        Shorthand for ``costs`` (see :class:`~cvxrank.costs.Costs`).
+    lam : float, default 0.5
+        ``λ`` of (9). ``λ = 1/2`` makes the two scales equal (``L = M``):
+        that is the problem a QP with costs ``C`` states
+        (:meth:`from_qp`).
+
+    Attributes
+    ----------
+    data : RankingData
+    costs : Costs
+    lam : float
+
+    Examples
+    --------
+    >>> import cvxrank as cr
+    >>> data = cr.make_ranking(n_queries=3, n_features=2, random_state=0)
+    >>> problem = cr.RankingProblem(data, tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}, mu="balanced", lam=0.1)
+    >>> problem
+    RankingProblem(n_documents=36, n_pairs=135, n_features=2, lam=0.1, costs=Costs(tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}, mu='balanced'))
+    >>> w = np.array([0.3, -0.2])
+    >>> bool(np.isclose(problem.hinge_objective(w), 2 * problem.lam * problem.qp_objective(w)))
+    True
+    """
+
+    def __init__(self, data, *, costs: Costs | None = None, tau=None, mu=None, weights=None, lam: float = 0.5):
+        if isinstance(data, PairSet):
+            self._pairs, self.data = data, data.data
+        elif isinstance(data, RankingData):
+            self._pairs, self.data = None, data
+        else:
+            raise ValidationError(f"a ranking problem takes RankingData or a PairSet, got {type(data).__name__}")
+        self.costs = Costs.coerce(costs, tau=tau, mu=mu, weights=weights)
+        if self.costs.weights is not None and self._pairs is None:
+            raise ValidationError("explicit per-pair weights need the pairs they weigh: pass a PairSet")
+        self.lam = check_lam(lam)
+        self._weights = None
+        if self._pairs is not None:
+            self._weights = self.costs.pair_weights(self._pairs)  # validate now, against the pairs
+
+    @classmethod
+    def from_qp(cls, pairs: PairSet, C) -> RankingProblem:
+        """The problem a QP (14) with per-pair costs ``C`` states: weights ``C`` and ``λ = 1/2``."""
+        return cls(pairs, weights=C, lam=0.5)
+
+    # -- what solvers read ------------------------------------------------------
+    @property
+    def pairs(self) -> PairSet:
+        """The pair set (formed from the documents on first use, under the memory budget)."""
+        if self._pairs is None:
+            self._pairs = make_pairs(self.data)
+            self._weights = self.costs.pair_weights(self._pairs)
+        return self._pairs
+
+    @property
+    def has_pairs(self) -> bool:
+        """Whether the pairs exist already (a pair-free solver never forms them)."""
+        return self._pairs is not None
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Per-pair weights ``c_i = τ_k(i) μ_q(i)`` of (9)."""
+        if self._weights is None:
+            _ = self.pairs
+        return self._weights
+
+    @property
+    def C(self) -> np.ndarray:
+        """Per-pair QP costs ``C_i = c_i / (2λ)`` of (14) (Theorem 1)."""
+        return self.weights / (2.0 * self.lam)
+
+    @property
+    def n_features(self) -> int:
+        return self.data.n_features
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of pairs, counted without forming them when they do not exist yet."""
+        return self._pairs.n_pairs if self._pairs is not None else int(count_pairs(self.data).sum())
+
+    @property
+    def source(self) -> str:
+        """``"grades"`` (within-query pairs of graded documents) or ``"explicit"`` (given pairs)."""
+        return "grades" if self._pairs is None else self._pairs.source
+
+    # -- the two scales -------------------------------------------------------
+    def hinge_objective(self, w) -> float:
+        """``L(w)`` of (9)."""
+        return hinge_objective(self.pairs, w, self.weights, self.lam)
+
+    def qp_objective(self, w) -> float:
+        """``M(w)`` of (14) at the optimal slacks; ``L(w) = 2λ M(w)``."""
+        return qp_objective(self.pairs, w, self.C)
+
+    # -- variants -------------------------------------------------------------
+    def with_lam(self, lam: float) -> RankingProblem:
+        """The same data and costs at another ``λ`` (the pairs are shared, not re-formed)."""
+        return self._copy(self.costs, lam)
+
+    def with_costs(self, costs: Costs | None = None, *, tau=None, mu=None, weights=None) -> RankingProblem:
+        """The same data and ``λ`` with other costs."""
+        return self._copy(Costs.coerce(costs, tau=tau, mu=mu, weights=weights), self.lam)
+
+    def _copy(self, costs: Costs, lam: float) -> RankingProblem:
+        new = RankingProblem.__new__(RankingProblem)
+        new.data, new._pairs, new.costs, new.lam = self.data, self._pairs, costs, check_lam(lam)
+        new._weights = self._weights if costs is self.costs else None
+        if new._pairs is not None and new._weights is None:
+            new._weights = costs.pair_weights(new._pairs)
+        return new
+
+    def __repr__(self) -> str:
+        return (f"RankingProblem(n_documents={self.data.n_documents}, n_pairs={self.n_pairs}, "
+                f"n_features={self.n_features}, lam={self.lam:g}, costs={self.costs!r})")
