@@ -87,8 +87,9 @@ class PathSolver:
         which the native solver reads directly.
     solver : str, default "clarabel"
         A name of :func:`cvxrank.available_solvers`.
-    tol : float, default 1e-6
-        Certified relative duality gap for status ``"optimal"`` (see :func:`cvxrank.solve`).
+    tol : float, optional
+        Certified relative duality gap for status ``"optimal"``; default: the
+        solver's own (see :func:`cvxrank.solve`).
     warm_start : bool or None, default None
         Start each re-solve from the previous solution where the solver can;
         None follows :data:`WARM_START` (every solver but Clarabel, ``gd`` and
@@ -124,7 +125,7 @@ class PathSolver:
     ['optimal', 'optimal']
     """
 
-    def __init__(self, pairs: PairSet, *, formulation: str = "auto", solver: str = "clarabel", tol: float = 1e-6,
+    def __init__(self, pairs: PairSet, *, formulation: str = "auto", solver: str = "clarabel", tol: float | None = None,
                  warm_start: bool | None = None, costs: str = "scale", verbose: bool = False, **options):
         if not isinstance(pairs, PairSet):
             raise ValidationError(f"pairs must be a PairSet (cvxrank.make_pairs), got {type(pairs).__name__}")
@@ -320,7 +321,7 @@ def _grid(pairs, lams, weights, taus, mus, Cs):
 
 
 def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, Cs=None, formulation: str = "auto",
-               solver: str = "clarabel", tol: float = 1e-6, warm_start: bool | None = None, verbose: bool = False,
+               solver: str = "clarabel", tol: float | None = None, warm_start: bool | None = None, verbose: bool = False,
                **options) -> PathResult:
     """Solve a grid of ``λ`` (and ``τ``, ``μ``) or ``C`` values on one compiled problem.
 
@@ -347,7 +348,7 @@ def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, 
         excludes the other grid arguments.
     formulation : {"auto", "primal", "lifted", "dual", "hinge", "native"}, default "auto"
     solver : str, default "clarabel"
-    tol : float, default 1e-6
+    tol : float, optional (default: the solver's own)
     warm_start : bool or None, default None
         None: warm-start every solver but Clarabel, ``gd`` and ``subgradient``,
         and SCS only on the scale form (:data:`WARM_START`).

@@ -8,6 +8,7 @@ import tempfile
 
 import pandas as pd
 
+from cvxrank.costs import Costs
 from cvxrank.exceptions import CvxrankError
 
 __all__ = ["parse_grade", "parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "add_data_arguments",
@@ -24,31 +25,18 @@ def parse_grade(text: str):
 
 
 def parse_tau(text: str | None):
-    """``"2-1=3,2-0=3,1-0=0.5"`` -> ``{(2, 1): 3.0, (2, 0): 3.0, (1, 0): 0.5}``; ``"estimate"`` passes through."""
+    """``"2-1=3,2-0=3,1-0=0.5"`` -> ``{(2, 1): 3.0, (2, 0): 3.0, (1, 0): 0.5}`` (validated by
+    :class:`cvxrank.costs.Costs`); ``"estimate"`` passes through."""
     if text is None:
         return None
     if text.strip() == "estimate":
         return "estimate"
-    table = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        hi, dash, lo = key.strip().partition("-")
-        if not (sep and dash):
-            raise CvxrankError(f"--tau item {item!r} is not HIGHER-LOWER=VALUE (e.g. 2-1=3)")
-        try:
-            table[(parse_grade(hi), parse_grade(lo))] = float(value)
-        except (ValueError, CvxrankError):
-            raise CvxrankError(f"--tau item {item!r} is not HIGHER-LOWER=VALUE with numbers") from None
-    return table
+    return Costs.from_text(text).tau
 
 
 def parse_mu(text: str | None):
-    """``none`` -> None, ``balanced`` -> ``"balanced"`` ((10) of SIGIR 2006)."""
-    if text is None or text == "none":
-        return None
-    if text == "balanced":
-        return "balanced"
-    raise CvxrankError(f"--mu must be 'none' or 'balanced', got {text!r}")
+    """``none`` -> None, ``balanced`` -> ``"balanced"`` ((10) of SIGIR 2006), validated by :class:`cvxrank.costs.Costs`."""
+    return None if text is None else Costs.from_text(None, text).mu
 
 
 def split(text: str | None):

@@ -21,14 +21,14 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import pandas as pd
 
-from cvxrank.costs import estimate_tau, mu_per_pair, tau_per_pair, theorem1_C
+from cvxrank.costs import Costs, estimate_tau
 from cvxrank.data import RankingData
 from cvxrank.estimators.base import BaseRanker, as_ranking_data, resolve_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS, build, build_hinge
 from cvxrank.pairs import count_pairs, make_pairs
+from cvxrank.problem import RankingProblem
 from cvxrank.solvers import available_solvers, solve, solve_with_fallback
 from cvxrank.solvers.registry import max_iter_options
 
@@ -43,38 +43,14 @@ def tau_table(tau, data: RankingData, *, T=100, random_state=None) -> dict | Non
 
     ``"estimate"`` runs the NDCG@1 swap heuristic of Fig. 1/ECML (section 5.2/SIGIR) on
     ``data`` (:func:`cvxrank.costs.estimate_tau`); a DataFrame with columns
-    ``higher, lower, tau`` or a mapping is taken as given.
+    ``higher, lower, tau`` or a mapping is validated by :class:`~cvxrank.costs.Costs`
+    (a ``τ`` of 0, as the heuristic estimates for errors NDCG@1 cannot see, drops that grade pair).
     """
-    if tau is None:
-        return None
     if isinstance(tau, str):
         if tau != "estimate":
             raise ValidationError(f"tau must be None, 'estimate', a mapping or a DataFrame, got {tau!r}")
         tau = estimate_tau(data, T=T, random_state=random_state)
-    if isinstance(tau, pd.DataFrame):
-        if not {"higher", "lower", "tau"} <= set(tau.columns):
-            raise ValidationError("a tau DataFrame needs the columns higher, lower and tau")
-        tau = {(_plain(r.higher), _plain(r.lower)): float(r.tau) for r in tau.itertuples()}
-    if not hasattr(tau, "items"):
-        raise ValidationError(f"tau must be None, 'estimate', a mapping or a DataFrame, got {type(tau).__name__}")
-    return {(_plain(k[0]), _plain(k[1])) if isinstance(k, tuple) and len(k) == 2 else k: v for k, v in tau.items()}
-
-
-def _plain(v):
-    """numpy scalars as Python numbers (JSON-friendly, hashable like the grades of make_pairs)."""
-    return v.item() if hasattr(v, "item") else v
-
-
-def _tau_weights(pairs, table: dict | None) -> np.ndarray:
-    """Per-pair ``τ``; a grade pair whose estimated ``τ`` is 0 gets weight 0 (it drops out of the loss)."""
-    if table is None:
-        return np.ones(pairs.n_pairs)
-    zero = {k for k, v in table.items() if isinstance(v, numbers.Real) and v == 0}
-    weights = tau_per_pair(pairs, {k: (1.0 if k in zero else v) for k, v in table.items()})
-    if zero:
-        ptype = [tuple(t) for t in pairs.pair_type.tolist()]
-        weights[np.fromiter((t in zero for t in ptype), dtype=bool, count=len(ptype))] = 0.0
-    return weights
+    return Costs(tau=tau).tau
 
 
 class _PairwiseRanker(BaseRanker):
@@ -132,17 +108,21 @@ class _PairwiseRanker(BaseRanker):
         self._check_params()
         data = as_ranking_data(X, y, qid, estimator=self)
         lam = resolve_lam(self.lam, self.C)
-        table, mu = self._costs(data)
+        costs = Costs(*self._costs(data))
         solver = self._solver_name(data)
-        result = self._solve(data, table, mu, lam, solver, self._options(solver))
-        return self._set_fitted(result, data, lam, table)
+        result = self._solve(RankingProblem(data, costs=costs, lam=lam), solver, self._options(solver))
+        return self._set_fitted(result, data, lam, costs.tau)
 
-    def _solve(self, data, table, mu, lam, solver, options):
+    def _solve(self, problem: RankingProblem, solver: str, options: dict):
+        """Solve the one problem of this fit; the pair-free solver never forms its pairs."""
         if solver == "cutting_plane" and self.formulation == "auto":
-            from cvxrank.native import solve_pairfree
-
-            return solve_pairfree(data, tau=table, mu=mu, lam=lam, tol=self.tol, **options)
-        return self._solve_pairs(data, table, mu, lam, solver, options)
+            return solve(problem, "cutting_plane", tol=self.tol, **options)
+        if self.formulation == "hinge" or solver == "gd":
+            return solve(build_hinge(problem), solver, tol=self.tol, **options)
+        form = build(problem, formulation=self.formulation)
+        if solver == "fallback":  # FALLBACK_CHAIN in order; solver_options is {solver: {option: value}}
+            return solve_with_fallback(form, tol=self.tol, options=self.solver_options)
+        return solve(form, solver, tol=self.tol, **options)
 
     def _set_fitted(self, result, data, lam, table):
         self.coef_ = np.asarray(result.w, dtype=np.float64)
@@ -186,36 +166,21 @@ class _PairwiseRanker(BaseRanker):
         proto._check_params()
         data = as_ranking_data(X, y, qid, estimator=proto)
         solver = proto._solver_name(data)
+        costs = Costs(*proto._costs(data))
         if solver == "cutting_plane":
-            table, mu = proto._costs(data)
+            problem = RankingProblem(data, costs=costs, lam=lams[0])
             options, models = proto._options(solver), []
             for v in lams:
-                result = proto._solve(data, table, mu, v, solver, options)
+                result = proto._solve(problem.with_lam(v), solver, options)
                 options = {**options, "warm_start_w": result.w}
-                models.append(clone(proto).set_params(lam=v)._set_fitted(result, data, v, table))
+                models.append(clone(proto).set_params(lam=v)._set_fitted(result, data, v, costs.tau))
             return models
         if solver in NATIVE_SOLVERS or solver == "fallback":
             return [clone(proto).set_params(lam=v).fit(data) for v in lams]
-        table, mu = proto._costs(data)
-        pairs = make_pairs(data)
-        weights = _tau_weights(pairs, table) * mu_per_pair(pairs, mu)
-        if not np.any(weights > 0):
-            raise ValidationError("every pair has weight 0 (all estimated tau are 0): nothing to learn")
-        path = solve_path(pairs, lams=lams, weights=weights, formulation=self.formulation, solver=solver,
-                          tol=self.tol, **proto._options(solver))
-        return [clone(proto).set_params(lam=v)._set_fitted(r, data, v, table) for v, r in zip(lams, path)]
-
-    def _solve_pairs(self, data, table, mu, lam, solver, options):
-        pairs = make_pairs(data)
-        weights = _tau_weights(pairs, table) * mu_per_pair(pairs, mu)
-        if not np.any(weights > 0):
-            raise ValidationError("every pair has weight 0 (all estimated tau are 0): nothing to learn")
-        if self.formulation == "hinge" or solver == "gd":
-            return solve(build_hinge(pairs, weights, lam), solver, tol=self.tol, **options)
-        form = build(pairs, theorem1_C(weights, lam), weights=weights, lam=lam, formulation=self.formulation)
-        if solver == "fallback":  # FALLBACK_CHAIN in order; solver_options is {solver: {option: value}}
-            return solve_with_fallback(form, tol=self.tol, options=self.solver_options)
-        return solve(form, solver, tol=self.tol, **options)
+        problem = RankingProblem(make_pairs(data), costs=costs, lam=lams[0])
+        path = solve_path(problem.pairs, lams=lams, weights=problem.weights, formulation=self.formulation,
+                          solver=solver, tol=self.tol, **proto._options(solver))
+        return [clone(proto).set_params(lam=v)._set_fitted(r, data, v, costs.tau) for v, r in zip(lams, path)]
 
 
 _COMMON_DOC = """

@@ -29,9 +29,9 @@ import numbers
 import os
 
 import numpy as np
-import pandas as pd
 
 from cvxrank import __version__
+from cvxrank.costs import Costs
 from cvxrank.estimators.listwise import CsRgList, ListMLE
 from cvxrank.estimators.pairwise import CostSensitiveRankSVM, RankSVM, RankSVMIR
 from cvxrank.exceptions import ValidationError
@@ -53,9 +53,7 @@ ESTIMATORS = {cls.__name__: cls for cls in (RankSVM, CostSensitiveRankSVM, RankS
 def _encode_tau(tau):
     if tau is None or isinstance(tau, str):
         return tau
-    if isinstance(tau, pd.DataFrame):
-        tau = {(r.higher, r.lower): r.tau for r in tau.itertuples()}
-    return [[_number(hi), _number(lo), _number(v)] for (hi, lo), v in tau.items()]
+    return [[_number(hi), _number(lo), v] for hi, lo, v in Costs(tau=tau).to_json()["tau"]]
 
 
 def _decode_tau(value, where):
@@ -69,7 +67,7 @@ def _decode_tau(value, where):
             if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x):
                 raise ValidationError(f"{where} holds {x!r}, not a finite number")
         table[(hi, lo)] = float(v)
-    return table
+    return Costs(tau=table).tau  # the one place costs are validated
 
 
 def _decode_mu(value, where):
@@ -81,7 +79,7 @@ def _decode_mu(value, where):
         if not isinstance(key, (str, int, float)) or isinstance(key, bool) or not _finite(v):
             raise ValidationError(f"{where} holds [{key!r}, {v!r}], not [query id, finite number]")
         table[key] = float(v)
-    return table
+    return Costs(mu=table).mu
 
 
 def _finite(x) -> bool:
@@ -100,7 +98,7 @@ def _json_value(name, value):
     if name == "tau":
         return _encode_tau(value)
     if name == "mu" and isinstance(value, dict):
-        return [[_number(k) if not isinstance(k, str) else k, _number(v)] for k, v in value.items()]
+        return [[_number(k) if not isinstance(k, str) else k, v] for k, v in Costs(mu=value).to_json()["mu"]]
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):

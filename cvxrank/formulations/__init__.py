@@ -115,6 +115,6 @@ def build(problem, C=None, *, weights=None, lam=None, formulation: str = "auto",
         ranking, _ = as_problem(problem, C)
         return build_hinge(ranking, costs=costs)
     if formulation == "auto":
-        formulation = choose_formulation(problem.pairs)
+        formulation = choose_formulation(problem)
     builder = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}[formulation]
     return builder(problem, C, costs=costs)
