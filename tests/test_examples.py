@@ -20,8 +20,11 @@ def test_example_runs(path, capsys, monkeypatch):
 def test_quick_example_output_matches_readme(capsys):
     runpy.run_path(str(EXAMPLES[0].with_name("quick_example.py")), run_name="__main__")
     out = capsys.readouterr().out
-    assert "same w: True  L = 2 lam M: True" in out
-    assert "PairSet(n_pairs=1050, n_documents=246, n_features=5, n_queries=20)" in out
+    assert "L = 2 lam M at one w: True" in out
+    assert "same minimiser within the certified bounds: True" in out
+    assert "RankingProblem(n_documents=246, n_pairs=1050, n_features=5, lam=0.1" in out
     assert "NDCG@5: 0.9865" in out
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "NDCG@5: 0.9865" in readme and "n_pairs=1050" in readme
+    assert (EXAMPLES[0].with_name("quick_example.py").read_text().split('"""')[2].strip().splitlines()[2]
+            in readme), "the README shows the quick example's code"

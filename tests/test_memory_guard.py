@@ -22,7 +22,7 @@ from cvxrank.exceptions import CvxrankError, ValidationError
 from cvxrank.formulations import build
 from cvxrank.pairs import make_pairs
 from cvxrank.solvers import solve
-from cvxrank.solvers.certificate import reduced_dual
+from cvxrank.certificate import reduced_dual
 
 
 @pytest.fixture(autouse=True)
