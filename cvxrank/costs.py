@@ -136,8 +136,9 @@ class Costs:
         ``{(higher grade, lower grade): value >= 0}``, or a DataFrame with
         columns ``higher, lower, tau`` (e.g. from :func:`estimate_tau`).
     mu : None, "balanced" or mapping
-    weights : array-like of shape (n_pairs,), optional
-        Explicit per-pair weights; excludes ``tau`` and ``mu``.
+    weights : float or array-like of shape (n_pairs,), optional
+        Explicit per-pair weights (one number: the same for every pair);
+        excludes ``tau`` and ``mu``.
 
     Examples
     --------
@@ -158,8 +159,8 @@ class Costs:
                 arr = np.array(weights, dtype=np.float64)
             except (TypeError, ValueError):
                 raise ValidationError(f"weights must be numeric, got {type(weights).__name__}") from None
-            if arr.ndim != 1:
-                raise ValidationError(f"weights must be one value per pair (1-dimensional), got shape {arr.shape}")
+            if arr.ndim > 1:
+                raise ValidationError(f"weights must be one value per pair, or one for all, got shape {arr.shape}")
             if not np.all(np.isfinite(arr)):
                 raise ValidationError("weights has a NaN or infinite value")
             if np.any(arr < 0):
@@ -205,7 +206,7 @@ class Costs:
     def uniform(self) -> bool:
         """True for Ranking SVM's costs: all ``τ`` and ``μ`` equal to 1 (or absent)."""
         if self.weights is not None:
-            return bool(np.all(self.weights == 1.0))
+            return bool(np.all(self.weights == 1.0))  # scalar or per pair
         return (self.tau is None or all(v == 1.0 for v in self.tau.values())) and (
             self.mu is None or (isinstance(self.mu, dict) and all(v == 1.0 for v in self.mu.values())))
 
@@ -269,10 +270,13 @@ class Costs:
         if not isinstance(pairs, PairSet):
             raise ValidationError(f"pair weights need a PairSet, got {type(pairs).__name__}")
         if self.weights is not None:
-            if self.weights.shape != (pairs.n_pairs,):
+            if self.weights.ndim == 0:
+                out = np.full(pairs.n_pairs, float(self.weights))
+            elif self.weights.shape != (pairs.n_pairs,):
                 raise ValidationError(f"weights must have one value per pair ({pairs.n_pairs}), "
                                       f"got shape {self.weights.shape}")
-            out = np.array(self.weights)
+            else:
+                out = np.array(self.weights)
         else:
             mu = self.mu_per_query(pairs.data.query_ids, pairs.pairs_per_query)
             out = self.tau_per_pair(pairs) * mu[pairs.query]
@@ -284,7 +288,7 @@ class Costs:
     def to_json(self) -> dict:
         """A JSON-ready dict (model files); :meth:`from_json` reads it back exactly."""
         if self.weights is not None:
-            return {"weights": self.weights.tolist()}
+            return {"weights": self.weights.tolist()}  # a number or a list
         return {
             "tau": None if self.tau is None else [[hi, lo, v] for (hi, lo), v in self.tau.items()],
             "mu": self.mu if not isinstance(self.mu, dict) else [[k, v] for k, v in self.mu.items()],
@@ -323,6 +327,8 @@ class Costs:
 
     def __repr__(self) -> str:
         if self.weights is not None:
+            if self.weights.ndim == 0:
+                return f"Costs(weights={float(self.weights):g})"
             return f"Costs(weights=<{self.weights.shape[0]} per-pair values>)"
         parts = [f"tau={self.tau!r}"] if self.tau is not None else []
         if self.mu is not None:
@@ -468,8 +474,8 @@ def estimate_tau(data, T: int | None = 100, *, random_state=None):
         Columns ``higher``, ``lower``, ``tau``, ``n_queries`` (queries that
         had both grades), one row per grade pair occurring in some query.
         Pass it as ``tau=`` to :func:`pair_weights`. A pair whose every query
-        also has a higher grade gets ``τ = 0``, which ``pair_weights``
-        rejects by name: NDCG@1 cannot see such errors.
+        also has a higher grade gets ``τ = 0`` (NDCG@1 cannot see such
+        errors), which drops that grade pair from the loss.
 
     Raises
     ------

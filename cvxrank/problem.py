@@ -64,7 +64,7 @@ class RankingProblem:
     >>> data = cr.make_ranking(n_queries=3, n_features=2, random_state=0)
     >>> problem = cr.RankingProblem(data, tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}, mu="balanced", lam=0.1)
     >>> problem
-    RankingProblem(n_documents=36, n_pairs=135, n_features=2, lam=0.1, costs=Costs(tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}, mu='balanced'))
+    RankingProblem(n_documents=40, n_pairs=179, n_features=2, lam=0.1, costs=Costs(tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}, mu='balanced'))
     >>> w = np.array([0.3, -0.2])
     >>> bool(np.isclose(problem.hinge_objective(w), 2 * problem.lam * problem.qp_objective(w)))
     True

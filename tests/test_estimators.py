@@ -120,10 +120,12 @@ def test_gd_optimizer_is_fig3_and_honest(data):
 
 
 def test_other_solvers_and_formulations(data):
-    ref = RankSVM(lam=0.5).fit(data).coef_
+    ref = RankSVM(lam=0.5).fit(data)
     for params in ({"solver": "ecos"}, {"formulation": "lifted"}, {"formulation": "hinge"},
-                   {"solver": "subgradient", "formulation": "hinge"}):
-        np.testing.assert_allclose(RankSVM(lam=0.5, **params).fit(data).coef_, ref, atol=1e-5)
+                   {"solver": "subgradient", "formulation": "hinge", "tol": 1e-4}):
+        got = RankSVM(lam=0.5, **params).fit(data)
+        # Within the distances the two certificates prove, never tighter.
+        assert np.linalg.norm(got.coef_ - ref.coef_) <= got.result_.distance_bound + ref.result_.distance_bound
 
 
 @pytest.mark.parametrize("params, message", [

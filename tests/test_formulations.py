@@ -133,8 +133,11 @@ def test_build_auto_and_names(small):
     np.testing.assert_allclose(g.C(), small.C)
     with pytest.raises(ValidationError, match="unknown formulation 'qp'.*primal"):
         build(small.pairs, small.C, formulation="qp")
-    with pytest.raises(ValidationError, match="hinge formulation needs weights and lam"):
-        build(small.pairs, small.C, formulation="hinge")
+    # The hinge form of a QP with costs C is (9) with weights C and λ = 1/2 (Theorem 1 read backwards).
+    h = build(small.pairs, small.C, formulation="hinge")
+    assert h.ranking.lam == 0.5 and np.allclose(h.ranking.weights, small.C)
+    with pytest.raises(ValidationError, match="give both weights and lam"):
+        build(small.pairs, weights=small.weights, formulation="hinge")
     with pytest.raises(ValidationError, match="needs C, or weights and lam"):
         build(small.pairs, formulation="primal")
 

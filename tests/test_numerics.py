@@ -100,20 +100,28 @@ def _solve(form, solver, **options):
 def check_certificate(result, pairs, C, best_known, warned):
     """The independent re-check of one result (see the module docstring), on the QP scale ``M``."""
     M = qp_objective(pairs, result.w, C)
-    scale = 2.0 * result.lam  # results are reported on their formulation's hinge scale: L = 2λ M
-    assert result.objective == pytest.approx(scale * M, rel=1e-12, abs=1e-300), "objective not recomputed from w"
+    scale = 2.0 * result.lam  # both scales are stated: L = 2λ M
+    assert result.qp_objective == pytest.approx(M, rel=1e-12, abs=1e-300), "objective not recomputed from w"
+    assert result.hinge_objective == pytest.approx(scale * M, rel=1e-12, abs=1e-300)
+    assert result.objective == (result.qp_objective if result.scale == "M" else result.hinge_objective)
+    slack = 1e-12 * abs(M)
     alpha = result.alpha
-    assert np.all(alpha >= 0) and np.all(alpha <= C * (1 + 1e-15)), "dual point outside the box 0 <= alpha <= C"
-    dual = dual_objective(pairs, alpha)
-    assert result.dual_objective == pytest.approx(scale * dual, rel=1e-9, abs=1e-12 * abs(scale * M))
+    if alpha is not None:
+        assert np.all(alpha >= 0) and np.all(alpha <= C * (1 + 1e-15)), "dual point outside the box 0 <= alpha <= C"
+        dual = dual_objective(pairs, alpha)
+        assert M - result.gap_M == pytest.approx(dual, rel=1e-9, abs=1e-12 * abs(M))
+    else:  # the native cutting plane's own bound: a lower bound can never exceed a known feasible value
+        assert result.certificate == "cutting-plane bound"
+        dual = M - result.gap_M
+        assert dual <= best_known + slack, "a lower bound above a feasible objective"
     assert (result.status != "optimal") == warned, f"status {result.status} but warned={warned}"
     if result.status != "optimal":
         return
     gap = M - dual
-    slack = 1e-12 * abs(M)
     assert gap <= result.tol * M + slack, f"'optimal' with gap {gap / M:.2e} > tol"
-    kkt = np.linalg.norm(result.w - pairs.rmatvec(alpha))  # M and -L_D are 1-strongly convex in w
-    assert kkt <= 2.0 * math.sqrt(2.0 * max(gap, 0.0)) + 1e-9 * (1.0 + np.linalg.norm(result.w)), "KKT residual"
+    if alpha is not None:
+        kkt = np.linalg.norm(result.w - pairs.rmatvec(alpha))  # M and -L_D are 1-strongly convex in w
+        assert kkt <= 2.0 * math.sqrt(2.0 * max(gap, 0.0)) + 1e-9 * (1.0 + np.linalg.norm(result.w)), "KKT residual"
     assert M - best_known <= result.tol * M + slack, (
         f"{result.solver} says optimal at M = {M!r}, but a point with M = {best_known!r} exists")
 
@@ -177,7 +185,7 @@ def test_osqp_optimal_with_loose_tolerance_is_not_reported_optimal():
     lam = 1e-2
     form = build(pairs, weights=weights, lam=lam, formulation="hinge")
     ref = solve(build(pairs, weights=weights, lam=lam, formulation="hinge"), "clarabel")
-    polish = "polishing" if "polishing" in str(__import__("cvxrank").solvers.DEFAULT_OPTIONS["osqp"]) else "polish"
+    polish = "polishing" if "polishing" in str(__import__("cvxrank").solvers.SOLVERS["osqp"].defaults) else "polish"
     with pytest.warns(InaccurateSolutionWarning, match="certified relative gap"):
         result = solve(form, "osqp", eps_abs=1e-3, eps_rel=1e-3, **{polish: False})
     assert result.solver_status == "optimal" and result.status == "optimal_inaccurate"
@@ -188,13 +196,15 @@ def test_osqp_optimal_with_loose_tolerance_is_not_reported_optimal():
 
 def test_objective_is_never_the_solvers_own_number():
     """SCS reports an objective off by orders of magnitude on the lifted form at λ = 1e6 (measured: 660x);
-    cvxrank's objective is ``L(w)`` recomputed from ``w`` for every solver."""
+    cvxrank's objectives are ``L(w)`` and ``M(w)`` recomputed from ``w`` for every solver."""
     pairs, weights, lam = _problem("lam_1e6")
     for solver in [s for s in ("scs", "osqp", "ecos", "clarabel") if s in SOLVERS]:
         form = build(pairs, weights=weights, lam=lam, formulation="lifted")
         result, _ = _solve(form, solver)
         if result is not None:
-            assert result.objective == hinge_objective(pairs, result.w, *form.hinge_costs())
+            assert result.hinge_objective == hinge_objective(pairs, result.w, weights, lam)
+            assert result.qp_objective == qp_objective(pairs, result.w, weights / (2 * lam))
+            assert result.objective == result.qp_objective  # the lifted QP states M
 
 
 def test_difference_norms_do_not_overflow():

@@ -69,8 +69,8 @@ def test_hand_example_and_use_as_tau():
     got = {(r.higher, r.lower): r.tau for r in table.itertuples()}
     assert got == {(1, 0): 0.0, (2, 0): 1.0, (2, 1): pytest.approx(2 / 3)}
     pairs = make_pairs(data)
-    with pytest.raises(ValidationError, match=r"tau\[\(1, 0\)\] must be positive"):
-        pair_weights(pairs, tau=table)
+    # A zero tau drops its grade pair: pairs (2,1), (2,0), (2,0), (1,0), (1,0).
+    assert pair_weights(pairs, tau=table).tolist() == pytest.approx([2 / 3, 1.0, 1.0, 0.0, 0.0])
     # With the zero replaced by a floor, the table works as tau (pairs: (2,1), (2,0), (2,0), (1,0), (1,0)).
     floored = {**got, (1, 0): 0.1}
     assert pair_weights(pairs, tau=floored).tolist() == pytest.approx([2 / 3, 1.0, 1.0, 0.1, 0.1])

@@ -6,7 +6,7 @@ For each (formulation, solver) configuration, in this one process with single-th
           parameter C = weights/(2 lambda) (weights and lambda for the hinge form) and re-solves,
           warm-started as cvxrank.path.WARM_START says (OSQP, SCS on the scale form; not Clarabel);
   fresh   for each lambda: cvxrank.build(...) + cvxrank.solve(...), a new problem every time.
-The configuration native:cutting_plane compiles nothing (cvxrank.path.parameter_formulation): its
+The configuration native:cutting_plane compiles nothing (it reads a cvxrank.RankingProblem): its
 path differs from its fresh solves only by starting each point from the previous w. It is not a
 DPP re-solve, and its row shows what a warm start alone is worth.
 Both certify every solution (cvxrank's duality gap) and must agree (objective and w). The time of
@@ -84,7 +84,8 @@ def measure(pairs, formulation: str, solver: str, lams, tol: float = 1e-6) -> di
     from cvxrank.costs import theorem1_C
     from cvxrank.exceptions import InaccurateSolutionWarning
     from cvxrank.formulations import build, build_hinge
-    from cvxrank.path import PathSolver, parameter_formulation
+    from cvxrank.path import PathSolver
+    from cvxrank.problem import RankingProblem
     from cvxrank.solvers import solve
 
     weights = np.ones(pairs.n_pairs)
@@ -99,7 +100,7 @@ def measure(pairs, formulation: str, solver: str, lams, tol: float = 1e-6) -> di
         for lam in lams:
             t0 = time.perf_counter()
             if formulation == "native":
-                form = parameter_formulation(pairs, weights, lam)
+                form = RankingProblem(pairs, weights=weights, lam=lam)
             elif formulation == "hinge":
                 form = build_hinge(pairs, weights, lam)
             else:

@@ -11,17 +11,8 @@ import pandas as pd
 from cvxrank.costs import Costs
 from cvxrank.exceptions import CvxrankError
 
-__all__ = ["parse_grade", "parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "add_data_arguments",
+__all__ = ["parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "add_data_arguments",
            "data_from_args"]
-
-
-def parse_grade(text: str):
-    """A grade as written on the command line: int when integral, else float."""
-    text = text.strip()
-    try:
-        return int(text) if text.lstrip("-").isdigit() else float(text)
-    except ValueError:
-        raise CvxrankError(f"{text!r} is not a grade (a number)") from None
 
 
 def parse_tau(text: str | None):

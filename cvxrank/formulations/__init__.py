@@ -94,7 +94,7 @@ def build(problem, C=None, *, weights=None, lam=None, formulation: str = "auto",
     >>> import cvxrank as cr
     >>> problem = cr.RankingProblem(cr.make_ranking(n_queries=3, random_state=0), lam=0.1)
     >>> cr.build(problem, formulation="dual")
-    Formulation(name='dual', equation='(18)-(19) Cao et al. 2006 = (10) Xu et al. 2006', n_pairs=135, n_features=5, parameters=['scale'])
+    Formulation(name='dual', equation='(18)-(19) Cao et al. 2006 = (10) Xu et al. 2006', n_pairs=179, n_features=5, parameters=['scale'])
     """
     if formulation not in FORMULATIONS + ("auto",):
         raise ValidationError(

@@ -143,7 +143,31 @@ class Formulation:
     equation: str
     _margin_constraint: cp.Constraint | None = field(default=None, repr=False)
     base_costs: np.ndarray | None = field(default=None, repr=False)
-    ranking: RankingProblem | None = field(default=None, repr=False)
+    _ranking: RankingProblem | None = field(default=None, repr=False)
+
+    @property
+    def ranking(self) -> RankingProblem:
+        """The problem this formulation states, read off its current parameter values.
+
+        The hinge form's parameters hold the weights and ``λ``; the QP forms'
+        hold ``C`` only, so ``λ`` stays the one the problem was built with
+        (weights ``2λ C``). Changing a parameter's value directly is seen here too.
+        """
+        params, r = self.parameters, self._ranking
+        if "lam" in params:
+            weights = (np.asarray(params["weights"].value, dtype=np.float64) if "weights" in params
+                       else float(params["scale"].value) * self.base_costs)
+            lam = float(params["lam"].value)
+            if r is None or lam != r.lam or not np.array_equal(weights, r.weights):
+                r = RankingProblem(self.pairs, weights=weights, lam=lam)
+        else:
+            C = (np.asarray(params["C"].value, dtype=np.float64) if "C" in params
+                 else float(params["scale"].value) * self.base_costs)
+            lam = 0.5 if r is None else r.lam
+            if r is None or not np.array_equal(C, r.C):
+                r = RankingProblem(self.pairs, weights=2.0 * lam * C, lam=lam)
+        self._ranking = r
+        return r
 
     @property
     def scale(self) -> str:
@@ -186,8 +210,6 @@ class Formulation:
             params["C"].value = C
         else:
             params["scale"].value = self._scale_for(C)
-        lam = self.ranking.lam
-        self.ranking = RankingProblem(self.pairs, weights=2.0 * lam * C, lam=lam)
 
     def set_weights(self, weights, lam: float) -> None:
         """Write new pair weights and ``λ`` of the hinge problem (9); QP forms get ``C = weights / (2λ)``.
@@ -208,14 +230,15 @@ class Formulation:
             else:
                 params["scale"].value = self._scale_for(weights)
             params["lam"].value = lam
-        self.ranking = RankingProblem(self.pairs, weights=weights, lam=lam)
+        self._ranking = RankingProblem(self.pairs, weights=weights, lam=lam)
 
     def set_problem(self, problem: RankingProblem) -> None:
         """Write another problem's costs and ``λ`` (same pairs); the next solve reuses the compilation."""
         if not isinstance(problem, RankingProblem) or problem.pairs is not self.pairs:
             raise ValidationError("set_problem takes a RankingProblem on this formulation's own pairs")
         self.set_weights(problem.weights, problem.lam)
-        self.ranking = problem
+        if np.array_equal(self.ranking.weights, problem.weights):
+            self._ranking = problem  # keeps its costs' description (τ, μ)
 
     def accepts(self, costs) -> bool:
         """Whether :meth:`set_costs` (or :meth:`set_weights`) can write these costs without a rebuild."""

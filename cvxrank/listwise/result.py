@@ -130,6 +130,12 @@ class ListwiseResult:
         return self.relative_gap_bound
 
     @property
+    def certificate(self) -> str:
+        """What proves the gap: ``"gradient-norm bound"`` (``½‖∇f‖²`` of a 1-strongly convex ``f``),
+        not a duality gap as for the pairwise problems."""
+        return "gradient-norm bound"
+
+    @property
     def method(self) -> str:
         """``"listmle"`` (``pcf=None``) or ``"cs-rglist"``."""
         return "listmle" if self.pcf is None else "cs-rglist"
@@ -159,6 +165,7 @@ class ListwiseResult:
             "gap_bound": float(self.gap_bound),
             "relative_gap_bound": float(self.relative_gap_bound),
             "relative_gap": float(self.relative_gap_bound),  # the same key as SolveResult.summary()
+            "certificate": self.certificate,  # ... but a gradient-norm bound, not a duality gap
             "lower_bound": float(self.lower_bound),
             "iterations": None if self.iterations is None else int(self.iterations),
             "setup_time": float(self.setup_time),
@@ -169,6 +176,7 @@ class ListwiseResult:
         return (
             f"ListwiseResult(method={self.method!r}, status={self.status!r}, solver={self.solver!r}, "
             f"objective={self.objective:.10g}, grad_norm={self.grad_norm:.2e}, "
+            f"relative_gap_bound={self.relative_gap_bound:.2e} (gradient-norm bound), "
             f"iterations={self.iterations}, time={self.setup_time + self.solve_time:.3g}s)"
         )
 

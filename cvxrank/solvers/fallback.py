@@ -41,6 +41,11 @@ __all__ = ["FALLBACK_CHAIN", "solve_with_fallback"]
 FALLBACK_CHAIN = fallback_chain()
 
 
+def _name(problem) -> str:
+    name = getattr(problem, "name", None)
+    return f"{name} formulation" if name else "ranking problem"
+
+
 def _chain(solvers) -> list[str]:
     if solvers is None:
         return list(FALLBACK_CHAIN)
@@ -146,12 +151,11 @@ def solve_with_fallback(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6,
         if all(a["status"] == "not installed" for a in attempts):
             raise SolverNotAvailableError(f"no solver of the fallback chain is installed ({tried}); installed: "
                                           f"{', '.join(available_solvers())}")
-        raise SolverError(f"every solver of the fallback chain failed on the {formulation.name} formulation: {tried}")
+        raise SolverError(f"every solver of the fallback chain failed on the {_name(problem)}: {tried}")
     best = min(results, key=lambda r: r.relative_gap if not math.isnan(r.relative_gap) else math.inf)
     best.extras["attempts"] = attempts
     warnings.warn(
-        f"no solver of the fallback chain certified a relative gap <= {tol:.0e} on the {formulation.name} "
-        f"formulation; returning {best.solver}'s solution (status {best.status!r}). Attempts: {tried}",
+        f"no solver of the fallback chain certified a relative gap <= {tol:.0e} on the {_name(problem)}; returning {best.solver}'s solution (status {best.status!r}). Attempts: {tried}",
         InaccurateSolutionWarning, stacklevel=2,
     )
     return best

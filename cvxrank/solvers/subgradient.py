@@ -57,6 +57,9 @@ __all__ = ["DEFAULT_TOL", "solve_subgradient"]
 #: The relative gap the pure subgradient method reaches in seconds on small problems.
 DEFAULT_TOL = 1e-4
 
+#: Up to this many entries (pairs x features), the steps use a materialised ``D``.
+_DENSE_STEP_ENTRIES = 2_000_000
+
 
 def _check_iter(max_iter, name="max_iter") -> int:
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
@@ -108,9 +111,16 @@ def solve_subgradient(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_
     best_alpha, best_dual = np.zeros(pairs.n_pairs), 0.0  # QP scale
     history = []
     next_check, k, converged, certify_time = (100 if check_every is None else check_every), 0, False, 0.0
+    # Small problems: one materialised D (dense or sparse) makes each step two plain products;
+    # large ones go through D = P X without forming it.
+    if pairs.n_pairs * pairs.n_features <= _DENSE_STEP_ENTRIES:
+        D = pairs.difference_matrix()
+        margins, rmatvec = (lambda v: D @ v), (lambda a: np.asarray(D.T @ a).ravel())
+    else:
+        margins, rmatvec = pairs.margins, pairs.rmatvec
     while k < max_iter:
-        active = pairs.margins(w) < 1
-        g = 2.0 * lam * w - pairs.rmatvec(np.where(active, weights, 0.0))
+        active = margins(w) < 1
+        g = 2.0 * lam * w - rmatvec(np.where(active, weights, 0.0))
         k += 1
         theta = 2.0 / (k + 1)  # weight of step k in the average Σ t x_t / Σ t
         active_avg += theta * (active - active_avg)
@@ -122,9 +132,10 @@ def solve_subgradient(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_
         if k < next_check and k < max_iter:
             continue
         t0 = time.perf_counter()
-        F_avg = problem.hinge_objective(w_avg)
-        if F_avg < best_F:
-            best_F, best_w = F_avg, w_avg.copy()
+        for cand in (w_avg, w):  # the average carries the guarantee; the last iterate is often better
+            F_cand = problem.hinge_objective(cand)
+            if F_cand < best_F:
+                best_F, best_w = F_cand, cand.copy()
         M = best_F / (2.0 * lam)
         cert = certify(pairs, C, best_w, [active_avg * C, best_alpha], gap_hint=M - best_dual,
                        target=tol * 1e-3)
