@@ -157,6 +157,13 @@ class PathSolver:
         self._last_w = None
 
     @property
+    def formulation_name(self) -> str | None:
+        """The formulation solved: its name once built (``"auto"`` resolved), ``"native"`` for native solvers."""
+        if self.requested == "native":
+            return "native"
+        return None if self.formulation is None else self.formulation.name
+
+    @property
     def warm_start(self) -> bool:
         """Whether the next re-solve is warm-started (:data:`WARM_START`, or the ``warm_start`` given)."""
         policy = self._warm_policy

@@ -125,10 +125,10 @@ def test_native_solvers_run_once_per_cell_and_the_hash_follows_the_definition():
 # -- running ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_study(tmp_path_factory):
-    """Two tiny instances x 4 formulations x (clarabel, subgradient) x (low, mid), run with 2 jobs."""
+    """Two tiny instances x 4 formulations x (clarabel, cutting_plane) x (low, mid), run with 2 jobs."""
     data, test = tiny(0, 5), tiny(0, 3)
     study = Study([Instance.from_data("tiny", data, test), Instance.from_loader("loaded", tiny_loader, 3)],
-                  ["primal", "lifted", "dual", "hinge"], ["clarabel", "subgradient"], ["low", "mid"],
+                  ["primal", "lifted", "dual", "hinge"], ["clarabel", "cutting_plane"], ["low", "mid"],
                   costs=[CostSetting(lam=0.5)], timeout=60)
     out = tmp_path_factory.mktemp("study")
     df = run_study(study, out, jobs=2, progress=False)
@@ -157,7 +157,7 @@ def test_study_rows_have_the_fixed_columns_and_agree_with_an_independent_solve(s
     assert np.allclose(df["duality_gap"], df["relative_gap"] * df["objective"])
     # held-out NDCG@10 where a test split exists, from the row's own w
     assert tiny_rows["ndcg10"].between(0, 1).all() and df[df["instance"] == "loaded"]["ndcg10"].isna().all()
-    assert set(df.loc[df["solver"] == "subgradient", "formulation"]) == {"native"}
+    assert set(df.loc[df["solver"] == "cutting_plane", "formulation"]) == {"native"}
     assert (df["peak_memory"] >= 0).all() and (df["wall_time"] > 0).all()
 
 

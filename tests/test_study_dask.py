@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 def tiny_study():
     data = make_ranking(n_queries=4, docs_per_query=(5, 8), n_features=3, random_state=5)
     return Study([Instance.from_data("tiny", data), Instance.generated("ecml", 2)], ["lifted", "dual"],
-                 ["clarabel", "subgradient"], ["mid"], costs=[CostSetting(1.0), CostSetting(0.1)],
+                 ["clarabel", "cutting_plane"], ["mid"], costs=[CostSetting(1.0), CostSetting(0.1)],
                  timeout=60)
 
 

@@ -9,7 +9,7 @@ Injected failures:
 
 The first two are injected inside the worker by the instance's loader
 (:meth:`cvxrank.study.Instance.from_loader` runs in the worker process): it
-replaces the ``subgradient`` entry of :data:`cvxrank.solvers.NATIVE_SOLVERS`
+replaces the ``cutting_plane`` entry of :data:`cvxrank.solvers.NATIVE_SOLVERS`
 there, so only that worker is affected.
 """
 
@@ -44,32 +44,32 @@ def ok_loader(size, seed):
 
 
 def hang_loader(size, seed):
-    """Data whose subgradient solve never returns."""
+    """Data whose native (cutting_plane) solve never returns."""
     import cvxrank.solvers
 
     def hang(*args, **kwargs):
         time.sleep(3600)
 
-    cvxrank.solvers.NATIVE_SOLVERS["subgradient"] = hang
+    cvxrank.solvers.NATIVE_SOLVERS["cutting_plane"] = hang
     return _data(seed)
 
 
 def kill_loader(size, seed):
-    """Data whose subgradient solve kills its own worker process mid-run."""
+    """Data whose native (cutting_plane) solve kills its own worker process mid-run."""
     import cvxrank.solvers
 
     def die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    cvxrank.solvers.NATIVE_SOLVERS["subgradient"] = die
+    cvxrank.solvers.NATIVE_SOLVERS["cutting_plane"] = die
     return _data(seed)
 
 
 def make_study() -> Study:
-    """Three instances x (clarabel on lifted, subgradient) x two cost settings = 12 rows."""
+    """Three instances x (clarabel on lifted, cutting_plane) x two cost settings = 12 rows."""
     instances = [Instance.from_loader("ok", ok_loader, 1), Instance.from_loader("hang", hang_loader, 2),
                  Instance.from_loader("kill", kill_loader, 3)]
-    return Study(instances, formulations=["lifted"], solvers=["clarabel", "subgradient"], profiles=["mid"],
+    return Study(instances, formulations=["lifted"], solvers=["clarabel", "cutting_plane"], profiles=["mid"],
                  costs=[CostSetting(lam=0.1), CostSetting(lam=1.0)], timeout=TIMEOUT, reference_timeout=60)
 
 
@@ -87,12 +87,12 @@ def _check_complete(df: pd.DataFrame, study: Study) -> None:
     for cost in ("lam=0.1", "lam=1"):
         for inst in ("ok", "hang", "kill"):
             assert by[(inst, "clarabel", cost)]["status"] == "optimal"  # the other runs of an instance are fine
-        assert by[("ok", "subgradient", cost)]["status"] == "optimal"
-        killed = by[("kill", "subgradient", cost)]
+        assert by[("ok", "cutting_plane", cost)]["status"] == "optimal"
+        killed = by[("kill", "cutting_plane", cost)]
         assert killed["status"] == "error" and "SIGKILL" in killed["message"]
-    hung = by[("hang", "subgradient", "lam=0.1")]
+    hung = by[("hang", "cutting_plane", "lam=0.1")]
     assert hung["status"] == "timeout" and f"{TIMEOUT:g} s limit" in hung["message"]
-    assert by[("hang", "subgradient", "lam=1")]["status"] == "timeout"
+    assert by[("hang", "cutting_plane", "lam=1")]["status"] == "timeout"
 
 
 @pytest.mark.slow  # a second interpreter imports cvxrank and CVXPY: about 10 s on a busy 2-core machine

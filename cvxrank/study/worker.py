@@ -112,7 +112,7 @@ def _peak() -> float:
 
 # -- running ------------------------------------------------------------------
 def _run_one(path: PathSolver, pairs, test, cost, task: Task, sizes: dict) -> dict:
-    first = path.formulation is None
+    first = path.n_solves == 0
     try:
         weights = pair_weights(pairs, tau=cost.tau, mu=cost.mu)
         base = _reset_peak()
@@ -133,7 +133,7 @@ def _run_one(path: PathSolver, pairs, test, cost, task: Task, sizes: dict) -> di
         wall_time=wall, iterations=np.nan if res.iterations is None else int(res.iterations), objective=objective,
         primal_residual=res.primal_residual, dual_residual=res.dual_residual,
         duality_gap=res.relative_gap * objective, relative_gap=res.relative_gap, peak_memory=peak,
-        resolved_formulation=path.formulation.name, solver_status=str(res.solver_status),
+        resolved_formulation=path.formulation_name, solver_status=str(res.solver_status),
         solver_version=str(res.solver_version),
     )
     if test is not None:
