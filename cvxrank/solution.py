@@ -208,6 +208,8 @@ def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_
         ``L(w)`` as the solver computed it without pairs (pair-free solvers);
         default: recomputed from the pairs.
 
+    Notes
+    -----
     The status is ``"optimal"`` when the backend reached optimality or a cap
     and the certified relative gap is at most ``tol``; ``"user_limit"`` when
     the backend stopped at a cap without meeting ``tol``; otherwise
