@@ -128,7 +128,7 @@ def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam:
         "not certified".
     reference : str, default "clarabel"
         Solver of the reference solution (automatic formulation, ``tol``
-        1e-9); its certified distance bound enters every row's check.
+        1e-8); its certified distance bound enters every row's check.
     on_row : callable, optional
         Called with each finished row (a dict with the table's columns), in
         order; the reference first, as ``formulation`` ``"reference"``.
@@ -186,7 +186,7 @@ def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam:
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
-        ref_res = solve(problem, reference, tol=1e-9)
+        ref_res = solve(problem, reference, tol=1e-8)
     if ref_res.status != "optimal":
         raise SolverError(f"the reference solve ({reference}) did not certify: relative gap "
                           f"{ref_res.relative_gap:.1e}; try reference='ecos'")

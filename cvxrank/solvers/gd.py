@@ -73,7 +73,7 @@ def solve_gd(problem: RankingProblem, *, tol: float = 1e-6, max_iter: int = 5_00
         k += 1
         if k % check_every and k < max_iter:
             continue
-        cert = certify(pairs, C, w, target=tol * 1e-3)
+        cert = certify(pairs, C, w, target=tol)
         history.append({"iteration": k, "objective": 2 * lam * qp_objective(pairs, w, C),
                         "dual_objective": 2 * lam * cert.dual, "relative_gap": cert.relative_gap})
         if verbose:

@@ -138,7 +138,7 @@ def solve_subgradient(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_
                 best_F, best_w = F_cand, cand.copy()
         M = best_F / (2.0 * lam)
         cert = certify(pairs, C, best_w, [active_avg * C, best_alpha], gap_hint=M - best_dual,
-                       target=tol * 1e-3)
+                       target=tol)
         if cert.dual > best_dual:
             best_dual, best_alpha = cert.dual, cert.alpha
         rel = (M - best_dual) / M
