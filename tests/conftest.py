@@ -41,3 +41,15 @@ def instance(request):
 @pytest.fixture
 def small():
     return Instance(7)
+
+
+def assert_agree(a, b):
+    """Two certified solutions of one problem agree as far as their certificates prove, never tighter.
+
+    ``‖w_a − w_b‖ ≤ b_a + b_b`` with ``b = sqrt(2 gap_M)`` the distance to ``w*`` each certificate
+    proves, and ``|M_a − M_b| ≤ max(gap_M)`` plus float64 rounding of the two sums.
+    """
+    assert a.status == "optimal" and b.status == "optimal", (a, b)
+    assert np.linalg.norm(a.w - b.w) <= a.distance_bound + b.distance_bound, (a, b)
+    rounding = 64 * np.finfo(float).eps * max(abs(a.qp_objective), abs(b.qp_objective))
+    assert abs(a.qp_objective - b.qp_objective) <= max(a.gap_M, b.gap_M) + rounding, (a, b)

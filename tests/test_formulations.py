@@ -15,6 +15,8 @@ from cvxrank.formulations import (
 from cvxrank.data import RankingData
 from cvxrank.datasets import make_ranking
 from cvxrank.pairs import make_pairs
+from cvxrank.solvers import solve
+from tests.conftest import assert_agree
 
 BUILDERS = {
     "primal": lambda inst: build_primal(inst.pairs, inst.C),
@@ -39,11 +41,9 @@ def test_sparse_features_build_and_solve(name):
     inst = Instance(3, density=0.5)
     assert inst.data.is_sparse
     f = BUILDERS[name](inst)
-    f.problem.solve(solver="CLARABEL")
     d = inst.data
     ref = build_primal(make_pairs(RankingData(d.X.toarray(), d.y, d.qid)), inst.C)
-    ref.problem.solve(solver="CLARABEL")
-    np.testing.assert_allclose(f.recover_w(), ref.recover_w(), rtol=1e-6, atol=1e-8)
+    assert_agree(solve(f, "clarabel"), solve(ref, "clarabel"))
 
 
 QP_BUILDERS = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}
@@ -58,11 +58,9 @@ def test_new_costs_resolve_without_recompiling(small, name):
     compiled = f.problem._cache.param_prog
     new_C = small.C * np.linspace(0.2, 3.0, small.pairs.n_pairs)
     f.set_costs(new_C)
-    f.problem.solve(solver="CLARABEL")
+    got = solve(f, "clarabel")
     assert f.problem._cache.param_prog is compiled  # CVXPY reused its compiled form for the new C
-    fresh = build_primal(small.pairs, new_C)
-    fresh.problem.solve(solver="CLARABEL")
-    np.testing.assert_allclose(f.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-9)
+    assert_agree(got, solve(build_primal(small.pairs, new_C), "clarabel"))
     np.testing.assert_allclose(f.C(), new_C)
 
 
@@ -76,11 +74,9 @@ def test_scaled_costs_resolve_without_recompiling(small, name):
     compiled = f.problem._cache.param_prog
     f.set_costs(small.C * 0.3)
     assert f.parameters["scale"].value == pytest.approx(0.3, rel=1e-14)
-    f.problem.solve(solver="CLARABEL")
+    got = solve(f, "clarabel")
     assert f.problem._cache.param_prog is compiled
-    fresh = build_primal(small.pairs, small.C * 0.3, costs="per_pair")
-    fresh.problem.solve(solver="CLARABEL")
-    np.testing.assert_allclose(f.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-9)
+    assert_agree(got, solve(build_primal(small.pairs, small.C * 0.3, costs="per_pair"), "clarabel"))
     np.testing.assert_allclose(f.C(), small.C * 0.3, rtol=1e-14)
     with pytest.raises(ValidationError, match="costs='per_pair'"):
         f.set_costs(small.C * np.linspace(0.2, 3.0, small.pairs.n_pairs))
@@ -110,11 +106,8 @@ def test_unknown_cost_parametrization_is_refused(small):
 def test_hinge_lambda_parameter_resolves(small):
     f = build_hinge(small.pairs, small.weights, small.lam)
     f.problem.solve(solver="CLARABEL")
-    f.parameters["lam"].value = 2.0
-    f.problem.solve(solver="CLARABEL")
-    fresh = build_primal(small.pairs, small.weights / 4.0)  # C = weights / (2 * 2)
-    fresh.problem.solve(solver="CLARABEL")
-    np.testing.assert_allclose(f.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-9)
+    f.parameters["lam"].value = 2.0  # written behind the formulation's back: its problem follows
+    assert_agree(solve(f, "clarabel"), solve(build_primal(small.pairs, small.weights / 4.0), "clarabel"))
     weights, lam = f.hinge_costs()
     assert lam == 2.0
 
@@ -204,20 +197,16 @@ def test_hinge_form_in_both_cost_parametrizations(small):
         weights, lam = f.hinge_costs()
         np.testing.assert_allclose(weights, small.weights)
         assert lam == small.lam
-    qp = build_primal(small.pairs, small.C)
-    for f in (scaled, per_pair, qp):
-        f.problem.solve(solver="CLARABEL")
-    np.testing.assert_allclose(scaled.recover_w(), qp.recover_w(), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(per_pair.recover_w(), qp.recover_w(), rtol=1e-6, atol=1e-8)
+    qp = solve(build_primal(small.pairs, small.C), "clarabel")
+    assert_agree(solve(scaled, "clarabel"), qp)
+    assert_agree(solve(per_pair, "clarabel"), qp)
     # new weights and lambda: a multiple re-solves on the scale form, anything on the per-pair form
     compiled = scaled.problem._cache.param_prog
     scaled.set_weights(3.0 * small.weights, 2.0 * small.lam)
-    scaled.problem.solve(solver="CLARABEL")
+    got = solve(scaled, "clarabel")
     assert scaled.problem._cache.param_prog is compiled
     np.testing.assert_allclose(scaled.C(), 3.0 * small.weights / (4.0 * small.lam), rtol=1e-14)
-    fresh = build_primal(small.pairs, scaled.C())
-    fresh.problem.solve(solver="CLARABEL")
-    np.testing.assert_allclose(scaled.recover_w(), fresh.recover_w(), rtol=1e-6, atol=1e-8)
+    assert_agree(got, solve(build_primal(small.pairs, scaled.C()), "clarabel"))
     other = small.weights * np.linspace(0.5, 2.0, small.pairs.n_pairs)
     with pytest.raises(ValidationError, match="costs='per_pair'"):
         scaled.set_weights(other, small.lam)
