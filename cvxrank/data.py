@@ -443,9 +443,9 @@ def save_letor(data: RankingData, path) -> None:
     >>> load_letor(path).X.tolist()
     [[0.5, 0.0], [0.25, 1.0]]
     """
-    import tempfile
-
     from sklearn.datasets import dump_svmlight_file
+
+    from cvxrank._io import atomic_output
 
     if not isinstance(data, RankingData):
         raise ValidationError(f"save_letor takes RankingData, got {type(data).__name__}")
@@ -455,12 +455,5 @@ def save_letor(data: RankingData, path) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValidationError(f"cannot write {path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            dump_svmlight_file(data.X, data.y, fh, query_id=data.qid, zero_based=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_output(path, binary=True) as fh:
+        dump_svmlight_file(data.X, data.y, fh, query_id=data.qid, zero_based=False)

@@ -25,7 +25,8 @@ import math
 
 import numpy as np
 
-from cvxrank.cli._common import split, write_atomic, write_json
+from cvxrank._args import split
+from cvxrank._io import write_atomic, write_json
 
 HELP = "automatic formulation vs dense primal on an OHSUMED-sized instance (target >= 8x); the rule by query length"
 EPILOG = """examples:

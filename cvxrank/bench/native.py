@@ -32,7 +32,9 @@ import warnings
 
 import numpy as np
 
-from cvxrank.cli._common import parse_mu, parse_tau, split, write_json
+from cvxrank._args import split
+from cvxrank._io import write_json
+from cvxrank.costs import Costs
 
 HELP = "pair-free cutting planes vs LinearSVC and Clarabel on OHSUMED- and web-sized data; oracle scaling"
 EPILOG = """examples:
@@ -364,7 +366,8 @@ def run(args) -> int:
     if not args.C > 0:
         raise ValueError(f"--C must be positive, got {args.C}")
     lam = check_lam(1.0 / (2.0 * args.C))
-    tau, mu = parse_tau(args.tau), parse_mu(args.mu)
+    costs = Costs.from_text(args.tau, args.mu)
+    tau, mu = costs.tau, costs.mu
     out = {"rows": [], "meta": []}
     for name in instances:
         if name == "scaling":

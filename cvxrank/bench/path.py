@@ -24,7 +24,8 @@ import warnings
 
 import numpy as np
 
-from cvxrank.cli._common import split, write_json
+from cvxrank._args import split
+from cvxrank._io import write_json
 
 HELP = "lambda path by DPP re-solves vs building and solving each point (target: >= 3x faster)"
 EPILOG = """examples:
@@ -202,7 +203,7 @@ def run(args) -> int:
         write_json(args.json, doc)
         print(f"wrote {args.json}")
     if args.report:
-        from cvxrank.cli._common import write_atomic
+        from cvxrank._io import write_atomic
 
         write_atomic(args.report, "# lambda path: DPP re-solves vs fresh builds\n\n```\n"
                      + "\n\n".join(blocks) + "\n```\n")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
 import pandas as pd
 
+from cvxrank._args import split
+from cvxrank._io import write_atomic, write_json
 from cvxrank.costs import Costs
 from cvxrank.exceptions import CvxrankError
 
@@ -28,36 +28,6 @@ def parse_tau(text: str | None):
 def parse_mu(text: str | None):
     """``none`` -> None, ``balanced`` -> ``"balanced"`` ((10) of SIGIR 2006), validated by :class:`cvxrank.costs.Costs`."""
     return None if text is None else Costs.from_text(None, text).mu
-
-
-def split(text: str | None):
-    """``"a,b"`` -> ``["a", "b"]``; None stays None."""
-    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
-
-
-def write_atomic(path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CvxrankError(f"cannot write {path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=".tmp")
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; a written file gets the usual permissions
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_json(path, obj) -> None:
-    """:func:`write_atomic` of ``obj`` as indented JSON."""
-    write_atomic(path, json.dumps(obj, indent=2) + "\n")
 
 
 def frame_to_json(df: pd.DataFrame) -> dict:

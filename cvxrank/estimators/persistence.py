@@ -132,7 +132,7 @@ def model_to_dict(model) -> dict:
 
 def save_model(model, path) -> None:
     """Write a fitted model to ``path`` as JSON (atomically: temporary file, then rename)."""
-    from cvxrank.cli._common import write_atomic
+    from cvxrank._io import write_atomic
 
     doc = model_to_dict(model)
     write_atomic(os.fspath(path), json.dumps(doc, indent=2, allow_nan=False) + "\n")

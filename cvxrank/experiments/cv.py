@@ -187,7 +187,7 @@ class CVResult:
     def save(self, folder) -> list[str]:
         """Write ``results.csv`` (the means), ``per_query.csv``, ``selection.csv``, ``sign_tests.csv`` and
         ``report.md`` into ``folder`` (created if missing; each file written atomically)."""
-        from cvxrank.cli._common import write_atomic
+        from cvxrank._io import write_atomic
 
         folder = os.fspath(folder)
         parent = os.path.dirname(os.path.abspath(folder))

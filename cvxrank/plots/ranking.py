@@ -11,12 +11,12 @@ inside the functions, so ``import cvxrank`` does not load it.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
+from cvxrank._io import atomic_output
 from cvxrank.exceptions import ValidationError
 
 __all__ = ["new_axes", "plot_metric_table", "plot_ndcg_curve", "save_figure"]
@@ -34,12 +34,6 @@ def new_axes(ax=None, figsize=(6.0, 4.0)):
     fig = Figure(figsize=figsize, layout="constrained")
     FigureCanvasAgg(fig)
     return fig.add_subplot()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def save_figure(fig, path, *, dpi: int = 120) -> str:
@@ -75,16 +69,8 @@ def save_figure(fig, path, *, dpi: int = 120) -> str:
     formats = FigureCanvasBase.get_supported_filetypes()
     if fmt not in formats:
         raise ValidationError(f"cannot write {path}: the extension must be one of {', '.join(sorted(formats))}")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=f".{fmt}")
-    os.close(fd)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private (0600); give it the usual mode
-        fig.savefig(tmp, format=fmt, dpi=dpi)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_output(path, suffix=f".{fmt}", want_path=True) as target:
+        fig.savefig(target, format=fmt, dpi=dpi)
     return path
 
 
