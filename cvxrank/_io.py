@@ -66,6 +66,8 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
         else:
             with os.fdopen(fd, mode, **kwargs) as fh:
                 yield fh
+                fh.flush()
+                os.fsync(fh.fileno())  # on disk before it takes the old file's place
         os.replace(tmp, path)
         tmp = None
     finally:

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from cvxrank import __version__
+from cvxrank._io import write_atomic
 from cvxrank.exceptions import CvxrankError
 from cvxrank.study.definition import COLUMNS, KEY, Study, size_text
 
@@ -40,15 +41,6 @@ class StudyMismatchError(CvxrankError):
 def row_key(row) -> tuple:
     """The identity of a run: instance, size, cost, formulation, solver, profile (as text)."""
     return tuple(size_text(row[k]) if k == "size" else str(row[k]) for k in KEY)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def load_results(folder) -> pd.DataFrame:
@@ -114,12 +106,12 @@ class ResultStore:
                 path.unlink()
         doc = {"hash": self.study.hash, "created": time.strftime("%Y-%m-%d %H:%M:%S"), "cvxrank": __version__,
                "definition": self.study.definition()}
-        _write_atomic(self.meta, json.dumps(doc, indent=2, default=str) + "\n")
+        write_atomic(self.meta, json.dumps(doc, indent=2, default=str) + "\n")
 
     def _repair(self) -> None:
         """Create ``results.csv`` with its header, or drop a torn last line left by an interruption."""
         if not self.results.is_file():
-            _write_atomic(self.results, ",".join(COLUMNS) + "\n")
+            write_atomic(self.results, ",".join(COLUMNS) + "\n")
             return
         data = self.results.read_bytes()
         if data and not data.endswith(b"\n"):
@@ -127,7 +119,7 @@ class ResultStore:
             with open(self.results, "r+b") as fh:
                 fh.truncate(cut)
         if not data.strip():
-            _write_atomic(self.results, ",".join(COLUMNS) + "\n")
+            write_atomic(self.results, ",".join(COLUMNS) + "\n")
 
     def finished(self) -> set:
         """Keys (:func:`row_key`) of the rows already stored."""
@@ -152,7 +144,7 @@ class ResultStore:
         return json.loads(self.refs.read_text(encoding="utf-8"))
 
     def save_references(self, refs: dict) -> None:
-        _write_atomic(self.refs, json.dumps(refs, indent=1, allow_nan=True) + "\n")
+        write_atomic(self.refs, json.dumps(refs, indent=1, allow_nan=True) + "\n")
 
     def load(self) -> pd.DataFrame:
         return load_results(self.folder)
