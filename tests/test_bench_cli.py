@@ -42,3 +42,15 @@ def test_bench_formulations_headline_and_shapes_report(tmp_path, capsys):
         assert run in text
     assert "faster than the faster dense primal" in text and "## The rule across query lengths" in text
     assert "rule picked the fastest formulation on" in text
+
+
+def test_bench_native_certificate_share_before_and_after(tmp_path, capsys):
+    """The native solve keeps its own bound: its certificate share falls to (nearly) nothing."""
+    out = tmp_path / "cert.json"
+    assert main(["bench", "native", "--instances", "certificate", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "certificate share of a native solve" in text and "before: pairwise re-certification" in text
+    before, after = json.loads(out.read_text())["rows"]
+    assert before["route"].startswith("before") and after["route"].startswith("after")
+    assert after["share"] <= 0.2 and after["relative_gap"] <= 1e-6
+    assert before["certificate_s"] > after["certificate_s"]

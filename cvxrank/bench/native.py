@@ -45,7 +45,7 @@ EPILOG = """examples:
   cvxrank bench native --instances scaling --scaling-queries 500,1000,2000,4000
 """
 
-INSTANCES = ("ohsumed", "web", "scaling")
+INSTANCES = ("ohsumed", "web", "scaling", "certificate")
 REFERENCES = ("linearsvc", "clarabel")
 #: Targets of issue 5 (ratios to the reference, measured in one run).
 TARGETS = {"ohsumed": {"gap": 1e-6, "time_vs_linearsvc": 0.1, "time_vs_clarabel": 0.05,
@@ -54,8 +54,8 @@ TARGETS = {"ohsumed": {"gap": 1e-6, "time_vs_linearsvc": 0.1, "time_vs_clarabel"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--instances", default="ohsumed,scaling", metavar="I1,I2",
-                        help=f"any of {','.join(INSTANCES)} (default ohsumed,scaling)")
+    parser.add_argument("--instances", default="ohsumed,scaling,certificate", metavar="I1,I2",
+                        help=f"any of {','.join(INSTANCES)} (default ohsumed,scaling,certificate)")
     parser.add_argument("--skip", default="", metavar="R1,R2",
                         help="references not to run: linearsvc, clarabel (skipped anyway on web)")
     parser.add_argument("--C", type=float, default=1e-3,
@@ -76,6 +76,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--scaling-documents", type=int, default=200_000,
                         help="scaling: documents of the query-length series (default 200000)")
     parser.add_argument("--repeat", type=int, default=5, help="scaling: oracle calls timed per size (median)")
+    parser.add_argument("--certificate-queries", type=int, default=1,
+                        help="certificate: OHSUMED-like queries of the explicit-pairs solve (default 1: ~8,400 pairs)")
     parser.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     parser.add_argument("--memory", choices=("rss", "tracemalloc"), default="rss",
                         help="peak memory by sampled RSS (default; counts native allocations) or tracemalloc")
@@ -351,6 +353,56 @@ def _scaling(args):
     return rows, meta
 
 
+def _certificate_share(args, tau, mu, lam):
+    """The certificate's share of a native solve on explicit pairs, before and after issue 12.
+
+    Both routes run the same cutting-plane solve (``solve(build_hinge(problem), "cutting_plane")``).
+    Before: the solution was re-certified pairwise (the reduced dual by L-BFGS-B over bands of pairs,
+    refined to ``tol x 1e-3``) from the model's pairwise dual point. After: the method's own lower
+    bound certifies it when it proves ``tol``; the time of that check is ``certify_time``.
+    """
+    from cvxrank.certificate import certify
+    from cvxrank.datasets import make_ohsumed_like
+    from cvxrank.formulations import build_hinge
+    from cvxrank.native import PairFreeOracle, cost_table_from_pairs, cutting_plane
+    from cvxrank.pairs import make_pairs
+    from cvxrank.problem import RankingProblem
+    from cvxrank.solvers import solve
+
+    data = make_ohsumed_like(n_queries=args.certificate_queries, random_state=args.seed)
+    problem = RankingProblem(make_pairs(data), tau=tau, mu=mu, lam=lam)
+    pairs, tol = problem.pairs, args.tol
+    # before: the solve, then the pairwise re-certification the old finish() ran
+    t0 = time.perf_counter()
+    oracle = PairFreeOracle.from_data(data, cost_table_from_pairs(pairs, problem.weights))
+    run = cutting_plane(oracle, lam, tol=tol, keep_points=True)
+    t_solve_before = time.perf_counter() - t0
+    alpha = np.zeros(pairs.n_pairs)
+    for beta_k, point in zip(run.beta[1:], run.points[1:]):
+        if beta_k > 0:
+            alpha += beta_k * (pairs.margins(point) < 1)
+    t0 = time.perf_counter()
+    cert = certify(pairs, problem.C, run.w, [np.minimum(alpha, 1.0) * problem.C], target=tol * 1e-3)
+    t_cert_before = time.perf_counter() - t0
+    # after: cvxrank.solve keeps the method's own certificate
+    res = solve(build_hinge(problem), "cutting_plane", tol=tol)
+    t_solve_after = res.setup_time + res.solve_time
+    rows = [
+        {"instance": "certificate", "route": "before: pairwise re-certification (L-BFGS-B, tol x 1e-3)",
+         "pairs": pairs.n_pairs, "solve_s": t_solve_before, "certificate_s": t_cert_before,
+         "share": t_cert_before / (t_solve_before + t_cert_before), "relative_gap": cert.relative_gap},
+        {"instance": "certificate", "route": f"after: the method's own bound ({res.certificate})",
+         "pairs": pairs.n_pairs, "solve_s": t_solve_after, "certificate_s": res.certify_time,
+         "share": res.certify_time / (t_solve_after + res.certify_time), "relative_gap": res.relative_gap},
+    ]
+    print(f"\ncertificate share of a native solve on explicit pairs: solve(build_hinge(problem), 'cutting_plane'), "
+          f"{pairs.n_pairs:,} pairs, {data.n_features} features, tol {tol:g}")
+    print(f"{'route':<62} {'solve s':>9} {'cert. s':>9} {'share':>7} {'rel. gap':>9}")
+    for r in rows:
+        print(f"{r['route']:<62} {r['solve_s']:9.3f} {r['certificate_s']:9.3f} {r['share']:7.1%} {r['relative_gap']:9.1e}")
+    return rows, {"instance": "certificate", "pairs": pairs.n_pairs, "tol": tol, "target_share": 0.2}
+
+
 def run(args) -> int:
     from cvxrank.costs import check_lam
     from cvxrank.datasets import make_ohsumed_like, make_web_like
@@ -372,6 +424,8 @@ def run(args) -> int:
     for name in instances:
         if name == "scaling":
             rows, meta = _scaling(args)
+        elif name == "certificate":
+            rows, meta = _certificate_share(args, tau, mu, lam)
         elif name == "ohsumed":
             data = make_ohsumed_like(n_queries=args.ohsumed_queries, random_state=args.seed)
             refs = [r for r in REFERENCES if r not in skip]
