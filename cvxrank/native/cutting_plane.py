@@ -23,7 +23,7 @@ lower bound on ``min F`` (weak duality) and
 .. math:: \\text{gap} = F(w_{\\text{best}}) - \\max_t D(\\beta_t) \\ge F(w_{\\text{best}}) - F(w^*)
 
 certifies the returned ``w``. It is the pairwise certificate of
-:mod:`cvxrank.solvers.certificate` in disguise: ``α_i = C_i Σ_k β_k [i violated
+:mod:`cvxrank.certificate` in disguise: ``α_i = C_i Σ_k β_k [i violated
 at w_k]`` lies in the box (19), ``2λ L_D(α) = D(β)`` and ``Dᵀα = w(β)`` (16).
 
 Stabilisation. Plain BMRM cuts at the model minimiser ``w(β)``, which jumps

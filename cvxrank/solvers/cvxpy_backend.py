@@ -59,7 +59,7 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     try:
         with warnings.catch_warnings():
             # CVXPY's generic "may be inaccurate" warning; cvxrank's certificate
-            # warns instead, with the certified gap (see solvers.common.finish).
+            # warns instead, with the certified gap (see cvxrank.solution.finish).
             warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
             problem.solve(solver=const, warm_start=warm_start, verbose=verbose, **merged)
     except MemoryError:
