@@ -33,33 +33,45 @@ Layout (imports point down this list only; ``tests/test_architecture.py`` enforc
 
 __version__ = "0.1.0"
 
-from cvxrank._memory import MemoryBudgetError, set_memory_budget
-from cvxrank.costs import Costs, balanced_mu, estimate_tau, pair_weights, theorem1_C
-from cvxrank.data import RankingData, load_letor
-from cvxrank.datasets import make_ecml_simulation, make_ohsumed_like, make_ranking, make_web_like
-from cvxrank.exceptions import (
-    CvxrankError,
-    InaccurateSolutionWarning,
-    SolverError,
-    SolverNotAvailableError,
-    ValidationError,
-)
-from cvxrank.formulations import (
-    Formulation,
-    build,
-    build_dual,
-    build_hinge,
-    build_lifted_primal,
-    build_primal,
-    choose_formulation,
-)
-from cvxrank.native import solve_pairfree
-from cvxrank.objectives import dual_objective, hinge_objective, qp_objective
-from cvxrank.pairs import PairSet, make_pairs, preference_pairs
-from cvxrank.problem import RankingProblem
-from cvxrank.solution import SolveResult
-from cvxrank.solvers import available_solvers, solve, solve_with_fallback
-from cvxrank.theorem import verify_theorem1
+import importlib
+
+#: Public name -> the module that defines it. The package imports them on first use
+#: (PEP 562), so ``import cvxrank`` and ``cvxrank --version`` do not load CVXPY, SciPy or pandas.
+_EXPORTS = {
+    "MemoryBudgetError": "cvxrank._memory", "set_memory_budget": "cvxrank._memory",
+    "Costs": "cvxrank.costs", "balanced_mu": "cvxrank.costs", "estimate_tau": "cvxrank.costs",
+    "pair_weights": "cvxrank.costs", "theorem1_C": "cvxrank.costs",
+    "RankingData": "cvxrank.data", "load_letor": "cvxrank.data",
+    "make_ecml_simulation": "cvxrank.datasets", "make_ohsumed_like": "cvxrank.datasets",
+    "make_ranking": "cvxrank.datasets", "make_web_like": "cvxrank.datasets",
+    "CvxrankError": "cvxrank.exceptions", "InaccurateSolutionWarning": "cvxrank.exceptions",
+    "SolverError": "cvxrank.exceptions", "SolverNotAvailableError": "cvxrank.exceptions",
+    "ValidationError": "cvxrank.exceptions",
+    "Formulation": "cvxrank.formulations", "build": "cvxrank.formulations", "build_dual": "cvxrank.formulations",
+    "build_hinge": "cvxrank.formulations", "build_lifted_primal": "cvxrank.formulations",
+    "build_primal": "cvxrank.formulations", "choose_formulation": "cvxrank.formulations",
+    "solve_pairfree": "cvxrank.native",
+    "dual_objective": "cvxrank.objectives", "hinge_objective": "cvxrank.objectives",
+    "qp_objective": "cvxrank.objectives",
+    "PairSet": "cvxrank.pairs", "make_pairs": "cvxrank.pairs", "preference_pairs": "cvxrank.pairs",
+    "RankingProblem": "cvxrank.problem", "SolveResult": "cvxrank.solution",
+    "available_solvers": "cvxrank.solvers", "solve": "cvxrank.solvers", "solve_with_fallback": "cvxrank.solvers",
+    "verify_theorem1": "cvxrank.theorem",
+}
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cvxrank' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "__version__",

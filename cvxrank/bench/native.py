@@ -34,7 +34,6 @@ import numpy as np
 
 from cvxrank._args import split
 from cvxrank._io import write_json
-from cvxrank.costs import Costs
 
 HELP = "pair-free cutting planes vs LinearSVC and Clarabel on OHSUMED- and web-sized data; oracle scaling"
 EPILOG = """examples:
@@ -418,6 +417,8 @@ def run(args) -> int:
     if not args.C > 0:
         raise ValueError(f"--C must be positive, got {args.C}")
     lam = check_lam(1.0 / (2.0 * args.C))
+    from cvxrank.costs import Costs
+
     costs = Costs.from_text(args.tau, args.mu)
     tau, mu = costs.tau, costs.mu
     out = {"rows": [], "meta": []}

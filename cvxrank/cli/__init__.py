@@ -63,6 +63,10 @@ def add_module_parsers(sub, package: str, names, dest: str) -> None:
 
 def main(argv=None) -> int:
     """Run ``cvxrank`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == ["--version"]:  # answered before any command module is imported
+        print(f"cvxrank {__version__}")
+        return 0
     import pandas as pd
 
     parser = build_parser()

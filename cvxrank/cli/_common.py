@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
-
 from cvxrank._args import split
 from cvxrank._io import write_atomic, write_json
-from cvxrank.costs import Costs
 from cvxrank.exceptions import CvxrankError
 
 __all__ = ["parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "add_data_arguments",
@@ -22,11 +19,15 @@ def parse_tau(text: str | None):
         return None
     if text.strip() == "estimate":
         return "estimate"
+    from cvxrank.costs import Costs
+
     return Costs.from_text(text).tau
 
 
 def parse_mu(text: str | None):
     """``none`` -> None, ``balanced`` -> ``"balanced"`` ((10) of SIGIR 2006), validated by :class:`cvxrank.costs.Costs`."""
+    from cvxrank.costs import Costs
+
     return None if text is None else Costs.from_text(None, text).mu
 
 

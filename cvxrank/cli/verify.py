@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
-
 from cvxrank.cli._common import add_data_arguments, data_from_args, frame_to_json, split, write_json
 
 HELP = "check Theorem 1 / Proposition 1: hinge form = QP = dual, within each solution's certificate"
