@@ -18,7 +18,7 @@ import tempfile
 
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["atomic_output", "write_atomic", "write_json"]
+__all__ = ["atomic_output", "frame_to_json", "plain_json", "write_atomic", "write_json"]
 
 
 def _umask() -> int:
@@ -75,6 +75,36 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
             os.unlink(tmp)
 
 
+def plain_json(obj):
+    """``obj`` with numpy scalars and arrays as Python numbers and lists, NaN as None, floats untouched.
+
+    ``json.dumps`` writes a Python float by its shortest round-trip repr, so every float comes
+    back bit for bit (pandas' ``to_json`` keeps 10 significant digits by default, which stored a
+    certified gap of 3.9e-11 as 0.0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plain_json({"gap": np.float64(3.9e-11), "w": np.array([1.0, np.nan])})
+    {'gap': 3.9e-11, 'w': [1.0, None]}
+    """
+    if isinstance(obj, dict):
+        return {str(k) if not isinstance(k, (str, int, float, bool)) and k is not None else k: plain_json(v)
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain_json(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):  # numpy scalars and arrays
+        return plain_json(obj.tolist())
+    if isinstance(obj, float) and obj != obj:
+        return None
+    return obj
+
+
+def frame_to_json(df) -> dict:
+    """A DataFrame as ``{"meta": df.attrs, "rows": [...]}`` with every float kept as it is."""
+    return plain_json({"meta": dict(df.attrs), "rows": df.to_dict(orient="records")})
+
+
 def write_atomic(path, text: str) -> None:
     """Write ``text`` to ``path`` (:func:`atomic_output`)."""
     with atomic_output(path) as fh:
@@ -83,4 +113,4 @@ def write_atomic(path, text: str) -> None:
 
 def write_json(path, obj) -> None:
     """:func:`write_atomic` of ``obj`` as indented JSON (floats written in full, as Python's repr)."""
-    write_atomic(path, json.dumps(obj, indent=2) + "\n")
+    write_atomic(path, json.dumps(plain_json(obj), indent=2, allow_nan=False) + "\n")

@@ -122,3 +122,17 @@ def test_simulate_help_states_the_simulations_default_lam():
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     assert f"DEFAULT_LAM = {DEFAULT_LAM})" in " ".join(parser.format_help().split())
+
+
+def test_json_keeps_every_float_as_it_is(tmp_path):
+    """A certified gap of 3.9e-11 is stored as 3.9e-11, not rounded to 0 (pandas' to_json keeps 10 digits)."""
+    import numpy as np
+    import pandas as pd
+
+    from cvxrank._io import frame_to_json, write_json
+
+    df = pd.DataFrame({"relative_gap": [3.9e-11, 1 / 3, np.nan], "solver": ["a", "b", "c"]})
+    df.attrs["lam"] = np.float64(0.1)
+    write_json(tmp_path / "t.json", frame_to_json(df))
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert [r["relative_gap"] for r in doc["rows"]] == [3.9e-11, 1 / 3, None] and doc["meta"]["lam"] == 0.1

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 
 from cvxrank._args import split
-from cvxrank._io import write_atomic, write_json
+from cvxrank._io import frame_to_json, write_atomic, write_json
 from cvxrank.exceptions import CvxrankError
 
 __all__ = ["parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "add_data_arguments",
@@ -29,11 +28,6 @@ def parse_mu(text: str | None):
     from cvxrank.costs import Costs
 
     return None if text is None else Costs.from_text(None, text).mu
-
-
-def frame_to_json(df: pd.DataFrame) -> dict:
-    """A DataFrame as ``{"meta": df.attrs, "rows": [...]}``."""
-    return {"meta": dict(df.attrs), "rows": json.loads(df.to_json(orient="records"))}
 
 
 def add_data_arguments(parser, *, queries: int = 10, features: int = 5, grades: int = 3) -> None:

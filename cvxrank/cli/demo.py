@@ -154,11 +154,10 @@ def run(args) -> int:
         with open(os.path.join(tmp, "report.md"), "w", encoding="utf-8") as fh:
             fh.write(report)
         results = {"theorem1": frame_to_json(theorem), "simulation": sim.to_json(),
-                   "cross_validation": {"summary": json.loads(cv.summary.to_json(orient="index")),
+                   "cross_validation": {"summary": cv.summary.to_dict(orient="index"),
                                         "sign_tests": tests.to_dict("records")},
                    "seconds": seconds}
-        with open(os.path.join(tmp, "results.json"), "w", encoding="utf-8") as fh:
-            json.dump(results, fh, indent=2, default=lambda v: v.item() if isinstance(v, np.generic) else str(v))
+        write_json(os.path.join(tmp, "results.json"), results)  # every float as it is
         _move_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
