@@ -51,6 +51,7 @@ _GAINS = ("exponential", "linear")
 _DISCOUNTS = ("log2", "letor")
 _EMPTY = ("zero", "one", "skip")
 _NDCG_TIES = ("average", "stable", "optimistic", "pessimistic")
+_SHORT = ("available", "zero")
 _ORDER_TIES = ("stable", "optimistic", "pessimistic")
 
 
@@ -189,6 +190,7 @@ def ndcg_score(
     discount="log2",
     empty="zero",
     ties="average",
+    short="available",
     per_query=False,
 ):
     r"""Mean normalised discounted cumulative gain at ``k`` over queries.
@@ -226,8 +228,7 @@ def ndcg_score(
         need not be contiguous.
     k : int or None, default None
         Cut-off position, a positive integer; ``None`` uses all documents.
-        A query with fewer than ``k`` documents uses the documents it has
-        (in both DCG and ideal DCG).
+        A query with fewer than ``k`` documents: see ``short``.
     gain : {"exponential", "linear"}, default "exponential"
         :math:`G(r) = 2^r - 1` (equation (20), LETOR) or :math:`G(r) = r`
         (scikit-learn's ``ndcg_score``).
@@ -248,6 +249,12 @@ def ndcg_score(
         independent of input order, and equals scikit-learn's ``ndcg_score``
         with ``ignore_ties=False``. "stable": input order. "optimistic":
         higher grade first. "pessimistic": lower grade first.
+    short : {"available", "zero"}, default "available"
+        A query with fewer than ``k`` documents: "available" computes NDCG
+        over the documents it has (in both DCG and ideal DCG); "zero" scores
+        it 0 and counts it in the mean, as the LETOR 3.0/4.0 and MSLR
+        evaluation scripts do (their NDCG@k is undefined past a query's last
+        document and averages as 0).
     per_query : bool, default False
         If True, return the per-query values instead of their mean.
 
@@ -287,6 +294,7 @@ def ndcg_score(
     _check_option("discount", discount, _DISCOUNTS)
     _check_option("empty", empty, _EMPTY)
     _check_option("ties", ties, _NDCG_TIES)
+    _check_option("short", short, _SHORT)
     y_true = _as_vector("y_true", y_true)
     n = y_true.size
     y_score = _as_vector("y_score", y_score, n, "y_true")
@@ -335,6 +343,9 @@ def ndcg_score(
 
     defined = idcg > 0
     values = np.divide(dcg, idcg, out=np.zeros_like(dcg), where=defined)
+    if short == "zero" and k is not None:
+        values[queries.counts < k] = 0.0
+        defined = defined | (queries.counts < k)  # scored 0, not "empty"
     name = "ndcg" if k is None else f"ndcg@{k}"
     return _aggregate(queries, values, defined, empty, per_query, name)
 
@@ -431,7 +442,7 @@ def mean_average_precision(
     return _aggregate(queries, values, defined, empty, per_query, "average_precision")
 
 
-def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", per_query=False):
+def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", short="holes", per_query=False):
     r"""Mean precision at ``k`` over queries.
 
     .. math::
@@ -458,6 +469,10 @@ def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", per_q
     ties : {"stable", "optimistic", "pessimistic"}, default "stable"
         Order of documents with equal scores: input order, higher grade
         first, or lower grade first.
+    short : {"holes", "zero"}, default "holes"
+        A query with fewer than ``k`` documents: "holes" counts the missing
+        positions as non-relevant (TREC, LETOR 4.0, MSLR); "zero" scores it 0
+        (the LETOR 3.0 script, whose P@k is undefined there and averages as 0).
     per_query : bool, default False
         If True, return a Series indexed by query id (name ``"precision@k"``).
 
@@ -481,6 +496,7 @@ def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", per_q
     0.5
     """
     _check_option("ties", ties, _ORDER_TIES)
+    _check_option("short", short, ("holes", "zero"))
     k = _check_k(k, allow_none=False)
     queries, sorted_codes, position, relevant = _ranked_relevance(
         y_true, y_score, qid, threshold, ties
@@ -489,6 +505,8 @@ def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", per_q
         sorted_codes, weights=relevant * (position <= k), minlength=queries.n_queries
     )
     values = hits / k
+    if short == "zero":
+        values[queries.counts < k] = 0.0
     defined = np.ones(queries.n_queries, dtype=bool)
     return _aggregate(queries, values, defined, "zero", per_query, f"precision@{k}")
 

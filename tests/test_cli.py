@@ -1,4 +1,6 @@
 import json
+
+import numpy as np
 import subprocess
 import sys
 
@@ -136,3 +138,17 @@ def test_json_keeps_every_float_as_it_is(tmp_path):
     write_json(tmp_path / "t.json", frame_to_json(df))
     doc = json.loads((tmp_path / "t.json").read_text())
     assert [r["relative_gap"] for r in doc["rows"]] == [3.9e-11, 1 / 3, None] and doc["meta"]["lam"] == 0.1
+
+
+def test_evaluate_convention_reproduces_the_scripts(tmp_path, capsys):
+    from cvxrank.data import RankingData, save_letor
+
+    data_path, scores_path = tmp_path / "d.letor", tmp_path / "s.txt"
+    save_letor(RankingData(np.eye(5), [2, 0, 1, 1, 0], [1, 1, 1, 2, 2]), data_path)
+    scores_path.write_text("0.5\n0.5\n0.9\n0.1\n0.2\n")
+    out = tmp_path / "m.json"
+    assert main(["evaluate", str(data_path), "--scores", str(scores_path), "--k", "3",
+                 "--convention", "letor", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["convention"] == "letor" and doc["metrics"]["ndcg@3"] == 0.5 and doc["metrics"]["map"] == 0.75
+    assert "convention letor" in capsys.readouterr().out
