@@ -1,9 +1,8 @@
 import json
-
-import numpy as np
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from cvxrank.cli import main

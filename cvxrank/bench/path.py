@@ -27,7 +27,7 @@ import numpy as np
 from cvxrank._args import split
 from cvxrank._io import write_json
 
-HELP = "lambda path by DPP re-solves vs building and solving each point (target: >= 3x faster)"
+HELP = "lambda path by DPP re-solves vs building and solving each point, with the bound DPP can reach"
 EPILOG = """examples:
   cvxrank bench path                                  # default configurations, 10 points
   cvxrank bench path --configs lifted:clarabel --queries 4
