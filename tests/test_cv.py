@@ -166,3 +166,16 @@ def test_cv_command_bad_input(args, message, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+def test_cv_says_what_it_chose_and_warns_at_the_edge_of_the_grid(capsys, tmp_path):
+    from cvxrank.cli import main
+
+    # With a two-point grid every choice sits at an edge: the warning must say so, on stdout and in the report.
+    assert main(["cv", "--queries", "8", "--methods", "ranksvm", "--lams", "0.1,1", "--no-progress",
+                 "--out", str(tmp_path / "cv")]) == 0
+    out = capsys.readouterr().out
+    assert "| chosen |" in out and "lam=" in out
+    assert "warning: RankSVM: lam=" in out and "value of its grid (0.1 to 1)" in out
+    report = (tmp_path / "cv" / "report.md").read_text()
+    assert "Choices at the edge of their grid" in report and "gradient-norm bound" in report

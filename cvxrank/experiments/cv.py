@@ -154,6 +154,16 @@ class CVResult:
     meta: dict = field(default_factory=dict)
 
     @property
+    def chosen(self) -> pd.Series:
+        """The parameters chosen for each method: one value if every fold chose it, else each fold's."""
+        out = {}
+        for method, group in self.selection.groupby("method", sort=False):
+            values = list(dict.fromkeys(group["params"]))
+            out[method] = values[0] if len(values) == 1 else "; ".join(
+                f"{f}: {p}" for f, p in zip(group["fold"], group["params"]))
+        return pd.Series(out, name="chosen")
+
+    @property
     def summary(self) -> pd.DataFrame:
         """Mean over folds of each fold's mean over test queries; one row per method (in run order)."""
         metrics = [c for c in self.per_query.columns if c not in ("method", "fold", "qid")]
@@ -175,7 +185,13 @@ class CVResult:
         lines += ["## Test metrics (mean over folds of the mean over test queries)", "", markdown_table(summary), ""]
         sel = self.selection.copy()
         lines += ["## Parameters chosen on the validation queries", "",
-                  markdown_table(sel.set_index(["method", "fold"]), floatfmt=".3g"), ""]
+                  markdown_table(sel.set_index(["method", "fold"]), floatfmt=".3g"), "",
+                  "`relative_gap` is the certified duality gap of the pairwise methods; for ListMLE and "
+                  "cs-RgList it is a gradient-norm bound (`certificate`).", ""]
+        edges = self.meta.get("edge_choices") or []
+        if edges:
+            lines += ["**Choices at the edge of their grid** (widen the grid to be sure of the optimum):", ""]
+            lines += [f"- {e}" for e in edges] + [""]
         tests = self.sign_tests("ndcg@1", baseline=baseline) if "ndcg@1" in self.per_query else None
         if tests is not None and len(tests):
             lines += [f"## Sign tests on per-query NDCG@1{' against ' + baseline if baseline else ''}", "",
@@ -252,9 +268,9 @@ def _fit_grid(method, grid, fixed, train, random_state):
         yield point, model, seconds
 
 
-def _status(model) -> tuple[str, float]:
+def _status(model) -> tuple[str, float, str]:
     s = getattr(model, "solve_summary_", None) or {}
-    return str(s.get("status", "")), float(s.get("relative_gap", np.nan))
+    return str(s.get("status", "")), float(s.get("relative_gap", np.nan)), str(s.get("certificate", ""))
 
 
 def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, ks=DEFAULT_KS, relevant=1,
@@ -308,11 +324,12 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     baseline = method_label(baseline) if baseline in methods else baseline
     runs = sum(len(_grid_for(m, grids)) * len(splits) for m in methods)
     bar = tqdm(total=runs, desc="cv", disable=(not _isatty()) if progress is None else not progress, leave=False)
-    rows, selection = [], []
+    rows, selection, chosen, grid_of = [], [], [], {}
     try:
         for method, label in zip(methods, labels):
             fixed = dict(params.get(method, {}))
             grid = _grid_for(method, grids)
+            grid_of[label] = grid
             for split in splits:
                 best = None
                 for point, model, seconds in _fit_grid(method, grid, fixed, split.train, random_state):
@@ -327,10 +344,12 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
                         best = (score, point, model, seconds)
                     bar.update(1)
                 score, point, model, seconds = best
-                status, gap = _status(model)
+                status, gap, certificate = _status(model)
                 selection.append({"method": label, "fold": split.name, "params": _fmt(point),
                                   f"vali_{select_by}": score, "status": status, "relative_gap": gap,
+                                  "certificate": certificate,
                                   "fit_seconds": seconds})  # a path's time is shared equally by its points
+                chosen.append((label, split.name, point))
                 t = split.test
                 table = per_query_metrics(t.y, model.decision_function(t.X), t.qid, ks=ks, relevant=relevant)
                 table.insert(0, "fold", split.name)
@@ -341,8 +360,37 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     per_query = pd.concat(rows, ignore_index=True)
     per_query = per_query[["method", "fold", "qid"] + metric_names]
     meta = {"methods": labels, "splits": [s.name for s in splits], "select_by": select_by, "ks": list(ks),
-            "relevant": relevant, "baseline": baseline}
+            "relevant": relevant, "baseline": baseline,
+            "edge_choices": edge_choices(chosen, grid_of, validated=any(s.vali is not None for s in splits))}
     return CVResult(per_query, pd.DataFrame(selection), meta)
+
+
+def edge_choices(chosen, grid_of, *, validated: bool = True) -> list[str]:
+    """Warnings for parameters chosen at the smallest or largest value of their grid.
+
+    A choice at the edge of the grid says the best value may lie beyond it: widen the grid.
+    ``chosen`` holds ``(method label, fold, point)`` triples; ``grid_of`` maps a label to its grid.
+
+    Examples
+    --------
+    >>> edge_choices([("RankSVM", "fold1", {"lam": 10.0})], {"RankSVM": [{"lam": 0.1}, {"lam": 1.0}, {"lam": 10.0}]})
+    ['RankSVM: lam=10 is the largest value of its grid (0.1 to 10) in 1 of 1 folds; the best value may lie beyond it']
+    """
+    if not validated:
+        return []
+    out = []
+    for label, grid in grid_of.items():
+        picks = [point for lab, _, point in chosen if lab == label]
+        for key in sorted({k for point in grid for k in point}):
+            values = sorted({point[key] for point in grid if isinstance(point.get(key), (int, float))})
+            if len(values) < 2:
+                continue
+            for value, side in ((values[0], "smallest"), (values[-1], "largest")):
+                n = sum(1 for point in picks if point.get(key) == value)
+                if n:
+                    out.append(f"{label}: {key}={value:g} is the {side} value of its grid ({values[0]:g} to "
+                               f"{values[-1]:g}) in {n} of {len(picks)} folds; the best value may lie beyond it")
+    return out
 
 
 def _fmt(point: dict) -> str:
