@@ -258,6 +258,19 @@ def test_growth_exponents_recover_a_power_law():
     g = growth_exponents(df).set_index("solver")
     assert g.loc["a", "time_exponent"] == pytest.approx(1.5) and g.loc["a", "memory_exponent"] == pytest.approx(0.5)
     assert g.loc["a", "n_sizes"] == 3 and g.loc["b", "n_sizes"] == 2  # b's failure is left out
+    # b: two sizes only, so no exponent is claimed (at least 3 sizes spanning 4x)
+    assert np.isnan(g.loc["b", "time_exponent"]) and g.loc["a", "span"] == 4.0
+    narrow = df[df["pairs"] < 400]  # 3 sizes needed: 100 and 200 are not enough
+    assert growth_exponents(narrow)["time_exponent"].isna().all()
+
+
+def test_findings_say_not_enough_sizes_instead_of_an_exponent():
+    from cvxrank.study.report import findings
+
+    df = fake_table()
+    df = df[df["pairs"] < 400]
+    lines = findings(df, success_rates(df), shifted_geometric_means(df, time_limit=60.0), growth_exponents(df))
+    assert any("not enough sizes" in line for line in lines) and not any("grows as" in line for line in lines)
 
 
 def test_compare_tables_ignores_times_and_reports_real_differences(small_study):

@@ -19,6 +19,8 @@ import pandas as pd
 from cvxrank.reporting import markdown_table
 from cvxrank.study.profiles import options_table
 from cvxrank.study.summary import (
+    MIN_SIZES,
+    MIN_SPAN,
     growth_exponents,
     performance_profiles,
     shifted_geometric_means,
@@ -121,7 +123,11 @@ def findings(df: pd.DataFrame, rates: pd.DataFrame, sgm: pd.DataFrame, growth: p
         counts = statuses.value_counts()
         out.append(f"{label(idx)}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
                    + f" of {int(((df['formulation'] == idx[0]) & (df['solver'] == idx[1])).sum())} runs.")
-    fitted = growth[growth["n_sizes"] >= 2]
+    fitted = growth[np.isfinite(growth["time_exponent"]) | np.isfinite(growth["memory_exponent"])]
+    if len(growth) and fitted.empty:
+        out.append(f"Growth with size: not enough sizes (an exponent needs at least {MIN_SIZES} sizes spanning "
+                   f"at least {MIN_SPAN:g}x; this study has at most {int(growth['n_sizes'].max())} spanning "
+                   f"{np.nanmax(growth['span'].to_numpy(dtype=float)) if growth['span'].notna().any() else 0:.2g}x).")
     for (instance, profile), sub in fitted.groupby(["instance", "profile"], sort=False):
         for kind, what in (("time", "wall time"), ("memory", "peak memory")):
             fit = sub[np.isfinite(sub[f"{kind}_exponent"])].sort_values(f"{kind}_exponent")

@@ -158,13 +158,22 @@ def performance_profiles(df: pd.DataFrame, *, time: str = "wall_time", by=METHOD
     return pd.DataFrame(out, columns=["profile", *by, "tau", "fraction"])
 
 
+#: A growth exponent is reported only from at least this many distinct sizes ...
+MIN_SIZES = 3
+#: ... spanning at least this factor between the smallest and the largest.
+MIN_SPAN = 4.0
+
+
 def _fit(x, y):
+    """``(slope, intercept, n_sizes, span)`` of the log-log fit; slope NaN without enough sizes."""
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-    x, y = np.log(x[ok]), np.log(y[ok])
-    if np.unique(x).size < 2:
-        return np.nan, np.nan, int(np.unique(x).size)
-    slope, intercept = np.polyfit(x, y, 1)
-    return float(slope), float(intercept), int(np.unique(x).size)
+    x, y = x[ok], y[ok]
+    sizes = np.unique(x)
+    span = float(sizes[-1] / sizes[0]) if sizes.size else np.nan
+    if sizes.size < MIN_SIZES or not span >= MIN_SPAN:
+        return np.nan, np.nan, int(sizes.size), span
+    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
+    return float(slope), float(intercept), int(sizes.size), span
 
 
 def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall_time", found_only: bool = True,
@@ -172,16 +181,19 @@ def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall
     """Fitted exponents ``b`` of ``time ≈ a · size^b`` and ``memory ≈ a' · size^b'``.
 
     Least squares on ``log`` - ``log`` axes over the rows of each (instance,
-    profile, method) group (found rows only, by default), with at least two
-    distinct sizes. Memory is the ``peak_memory`` column (MiB above the
+    profile, method) group (found rows only, by default). An exponent is
+    fitted only from at least :data:`MIN_SIZES` distinct sizes spanning at
+    least :data:`MIN_SPAN` times (NaN otherwise: two sub-second sizes once
+    gave "pairs^-0.85"). Memory is the ``peak_memory`` column (MiB above the
     worker's baseline); non-positive values are left out.
 
     Returns
     -------
     DataFrame
         Columns ``instance``, ``profile``, the ``by`` columns, ``n_sizes``,
-        ``time_exponent``, ``time_intercept``, ``memory_exponent``,
-        ``memory_intercept`` (intercepts of the natural-log fit).
+        ``span`` (largest over smallest size), ``time_exponent``,
+        ``time_intercept``, ``memory_exponent``, ``memory_intercept``
+        (intercepts of the natural-log fit).
     """
     df = _check(df, (*by, time, size, "peak_memory"))
     if found_only:
@@ -189,12 +201,12 @@ def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall
     rows = []
     for key, sub in df.groupby(["instance", "profile", *by], sort=False):
         x = pd.to_numeric(sub[size], errors="coerce").to_numpy(dtype=float)
-        bt, at, n = _fit(x, pd.to_numeric(sub[time], errors="coerce").to_numpy(dtype=float))
-        bm, am, _ = _fit(x, pd.to_numeric(sub["peak_memory"], errors="coerce").to_numpy(dtype=float))
-        rows.append({**dict(zip(["instance", "profile", *by], key)), "n_sizes": n, "time_exponent": bt,
-                     "time_intercept": at, "memory_exponent": bm, "memory_intercept": am})
-    return pd.DataFrame(rows, columns=["instance", "profile", *by, "n_sizes", "time_exponent", "time_intercept",
-                                       "memory_exponent", "memory_intercept"])
+        bt, at, n, span = _fit(x, pd.to_numeric(sub[time], errors="coerce").to_numpy(dtype=float))
+        bm, am, _, _ = _fit(x, pd.to_numeric(sub["peak_memory"], errors="coerce").to_numpy(dtype=float))
+        rows.append({**dict(zip(["instance", "profile", *by], key)), "n_sizes": n, "span": span,
+                     "time_exponent": bt, "time_intercept": at, "memory_exponent": bm, "memory_intercept": am})
+    return pd.DataFrame(rows, columns=["instance", "profile", *by, "n_sizes", "span", "time_exponent",
+                                       "time_intercept", "memory_exponent", "memory_intercept"])
 
 
 #: Columns that depend on the machine's speed and load, not on the computation.
