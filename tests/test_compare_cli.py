@@ -88,3 +88,11 @@ def test_max_iter_caps_every_solver_under_its_own_option_name(tmp_path, capsys):
     assert "--overwrite" in capsys.readouterr().err
     assert main(args + ["--max-iter", "0", "--overwrite"]) == 2
     assert "--max-iter must be a positive integer" in capsys.readouterr().err
+
+
+def test_reports_show_no_machine_paths(tmp_path):
+    """The command line quoted in a committed report holds no absolute path of the machine."""
+    from cvxrank.cli.compare import shown_path
+
+    assert shown_path(str(tmp_path / "study" / "local")) == "local"
+    assert shown_path("relative/out") == "relative/out"

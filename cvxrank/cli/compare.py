@@ -110,8 +110,25 @@ def study_from_args(args):
                  max_iter=args.max_iter)
 
 
+def shown_path(path) -> str:
+    """A path as a report shows it: relative to the working folder, never a machine's absolute path.
+
+    Examples
+    --------
+    >>> shown_path("/tmp/study3/local")
+    'local'
+    """
+    import os
+
+    path = os.fspath(path)
+    if not os.path.isabs(path):
+        return path
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else os.path.basename(os.path.normpath(path))
+
+
 def command_line(args) -> str:
-    """The canonical command line of a study (quoted in its report)."""
+    """The canonical command line of a study (quoted in its report; paths as :func:`shown_path` shows them)."""
     parts = ["cvxrank compare", f"--instances {args.instances}", f"--sizes {args.sizes}",
              f"--formulations {args.formulations}"]
     if args.solvers:
@@ -123,7 +140,7 @@ def command_line(args) -> str:
         parts.append(f"--mu {args.mu}")
     if args.test_fraction:
         parts.append(f"--test-fraction {args.test_fraction:g}")
-    parts.append(f"--out {args.out}")
+    parts.append(f"--out {shown_path(args.out)}")
     parts.append(f"--scheduler {args.scheduler}" if args.scheduler else f"--jobs {args.jobs}")
     parts.append(f"--timeout {args.timeout:g}")
     if args.max_iter is not None:
@@ -134,7 +151,7 @@ def command_line(args) -> str:
         parts.append(f"--reference {args.reference}")
     for opt in ("report", "figures", "compare_with"):
         if getattr(args, opt):
-            parts.append(f"--{opt.replace('_', '-')} {getattr(args, opt)}")
+            parts.append(f"--{opt.replace('_', '-')} {shown_path(getattr(args, opt))}")
     if args.title != "Solver comparison study":
         parts.append(f"--title {shlex.quote(args.title)}")
     return " ".join(parts)
@@ -164,7 +181,7 @@ def comparison(df, folder) -> str:
     values = [k for k in runs if k not in limit]
     log = Path(folder) / "commands.log"
     made_by = log.read_text(encoding="utf-8").splitlines()[-1].split("  ", 1)[-1] if log.is_file() else None
-    lines = [(f"The same study was run a second time into `{folder}` (study hash "
+    lines = [(f"The same study was run a second time into `{shown_path(folder)}` (study hash "
               f"{'identical' if same_hash else 'DIFFERENT'}): {len(df)} rows here, {len(other)} there. "
               f"{len(df) - len(runs)} of {len(df)} runs are the same, times and memory aside: status, found flag, "
               "iteration count, and objective, reference, errors, residuals and gaps within a relative 1e-6.")]
