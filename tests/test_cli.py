@@ -29,6 +29,11 @@ def test_demo_prints_the_theorem_table_and_writes_the_report(tmp_path, capsys):
     assert set(results["cross_validation"]["summary"]) == {"RankSVM", "RSVM-IR-Rank", "RSVM-IR-Query", "RSVM-IR-QP",
                                                            "RSVM-IR-GD", "ListMLE", "cs-RgList"}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".cvxrank")]  # no temporary folder left
+    report = (out_dir / "report.md").read_text()
+    assert report.count("| NDCG@10") + report.count("\nNDCG@10 ") == 1  # the simulation table once
+    assert "cost_sensitive (ours)" not in report and "Where this differs from the paper" in report
+    uncertified = sum(1 for line in report.splitlines() if " not certified " in line and line.startswith(("p", "l", "d", "h")))
+    assert (uncertified == 0) == ("Every row certified its tolerance." in report)
     out = capsys.readouterr().out
     assert "Theorem 1 verified numerically" in out
     rows = {}
