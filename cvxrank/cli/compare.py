@@ -34,8 +34,11 @@ EPILOG = """examples:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--instances", default="ohsumed", help="ohsumed, web, ecml, letor:PATH (default ohsumed)")
-    parser.add_argument("--sizes", default="1,2,4", help="size knobs (default 1,2,4; see above)")
+    parser.add_argument("--instances", default="ecml",
+                        help="ohsumed, web, ecml, letor:PATH (default ecml: quick; ohsumed and web are "
+                             "thousands of pairs per query)")
+    parser.add_argument("--sizes", default="5,10,20",
+                        help="size knobs (default 5,10,20: 800 to 12,800 pairs of the ecml instance; see above)")
     parser.add_argument("--formulations", default="primal,lifted,dual,hinge",
                         help="primal, lifted, dual, hinge, auto (default primal,lifted,dual,hinge)")
     parser.add_argument("--solvers", help="names of cvxrank.available_solvers() (default: the installed ones of "
@@ -57,7 +60,8 @@ def add_arguments(parser) -> None:
                         help="iteration cap of every solver of the study, under each solver's own option name "
                              "(cvxrank.solvers.registry.SOLVERS), for the runs, not the reference; a run "
                              "that reaches it is a 'user_limit' row whatever the machine's speed, so the table does not depend on "
-                             "timing (default: each solver's own cap)")
+                             "timing (default: the registry's quick caps, OSQP 4000 and SCS 5000 iterations, "
+                             "subgradient 200000; the other solvers' own)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS "
                                                                "(tcp://HOST:PORT), or local:N for a LocalCluster "
                                                                "of N worker processes started for this study")
@@ -106,8 +110,14 @@ def study_from_args(args):
     instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
     if args.max_iter is not None and args.max_iter < 1:
         raise CvxrankError(f"--max-iter must be a positive integer, got {args.max_iter}")
+    options = {}
+    if args.max_iter is None:  # the registry's quick caps: a study with the defaults finishes in minutes
+        from cvxrank.solvers.registry import SOLVERS
+
+        options = {s: SOLVERS[s].max_iter(SOLVERS[s].quick_max_iter) for s in solvers
+                   if s in SOLVERS and SOLVERS[s].quick_max_iter}
     return Study(instances, formulations, solvers, profiles, costs, timeout=args.timeout, reference=tuple(ref),
-                 max_iter=args.max_iter)
+                 max_iter=args.max_iter, solver_options=options)
 
 
 def shown_path(path) -> str:

@@ -59,7 +59,7 @@ def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | Non
     ax.set_xscale("log")
     ax.set_xlim(1.0, right)
     _log_ticks(ax.xaxis)
-    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylim(-0.04, 1.06)  # curves at 0 and 1 stay clear of the frame
     ax.set_xlabel("τ (time ratio to the fastest method)")
     ax.set_ylabel("share of problems found within τ")
     ax.set_title(f"performance profile, profile {profile}")
@@ -103,7 +103,11 @@ def plot_scaling(df, growth, ax, *, profile: str, instance: str, y: str = "wall_
     ax.set_xlabel(x)
     ax.set_ylabel("wall time (s)" if kind == "time" else "peak memory (MiB above baseline)")
     ax.set_title(f"{instance}: {kind} vs {x}, profile {profile}")
-    _log_ticks(ax.xaxis)
+    sizes = np.unique(sub[x].to_numpy(dtype=float))
+    ax.set_xticks(sizes)  # ticks at the sizes run, written as numbers
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    _log_ticks(ax.yaxis)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="xx-small", ncol=2)
+    ax.legend(fontsize="x-small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     return ax

@@ -91,12 +91,12 @@ def _figures(df, growth, prof, fig_dir: Path) -> dict:
             sub = df[(df["instance"] == instance) & (df["profile"] == profile)]
             if sub["pairs"].nunique() < 2 or not sub["found"].any():
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+            fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
             plot_scaling(df, growth, axes[0], profile=profile, instance=instance, y="wall_time")
             plot_scaling(df, growth, axes[1], profile=profile, instance=instance, y="peak_memory")
             name = f"scaling-{instance}-{profile}.png"
             fig.tight_layout()
-            fig.savefig(fig_dir / name, dpi=110)
+            fig.savefig(fig_dir / name, dpi=110, bbox_inches="tight")  # the legends sit below the axes
             plt.close(fig)
             made[("scaling", instance, profile)] = name
     return made
