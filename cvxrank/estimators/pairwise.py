@@ -63,8 +63,9 @@ class _PairwiseRanker(BaseRanker):
         if self.formulation not in FORMULATIONS + ("auto",):
             raise ValidationError(f"unknown formulation {self.formulation!r}; choose one of "
                                   f"{', '.join(FORMULATIONS + ('auto',))}")
-        if not isinstance(self.tol, numbers.Real) or not 0 < self.tol < 1:
-            raise ValidationError(f"tol must be a number in (0, 1), got {self.tol!r}")
+        if self.tol is not None and (isinstance(self.tol, bool) or not isinstance(self.tol, numbers.Real)
+                                     or not 0 < self.tol < 1):
+            raise ValidationError(f"tol must be None or a number in (0, 1), got {self.tol!r}")
         if self.max_iter is not None and (not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
             raise ValidationError(f"max_iter must be a positive integer or None, got {self.max_iter!r}")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
@@ -121,7 +122,8 @@ class _PairwiseRanker(BaseRanker):
             return solve(build_hinge(problem), solver, tol=self.tol, **options)
         form = build(problem, formulation=self.formulation)
         if solver == "fallback":  # FALLBACK_CHAIN in order; solver_options is {solver: {option: value}}
-            return solve_with_fallback(form, tol=self.tol, options=self.solver_options)
+            return solve_with_fallback(form, tol=1e-6 if self.tol is None else self.tol,
+                                       options=self.solver_options)
         return solve(form, solver, tol=self.tol, **options)
 
     def _set_fitted(self, result, data, lam, table):
@@ -197,8 +199,9 @@ _COMMON_DOC = """
         ``"fallback"`` tries :data:`cvxrank.solvers.FALLBACK_CHAIN` in order
         until a certificate passes (``solver_options`` then maps each solver
         to its options).
-    tol : float, default 1e-6
-        Certified relative duality gap required for status ``"optimal"``.
+    tol : float, optional
+        Certified relative duality gap required for status ``"optimal"``;
+        default: the solver's own (1e-6; 1e-4 for the pure ``subgradient`` method).
     max_iter : int, optional
         Iteration cap, passed under the solver's own option name.
     random_state : int, optional
@@ -242,7 +245,7 @@ class RankSVM(_PairwiseRanker):
     ('optimal', 0.996)
     """
 
-    def __init__(self, *, lam=None, C=None, formulation="auto", solver="auto", tol=1e-6, max_iter=None,
+    def __init__(self, *, lam=None, C=None, formulation="auto", solver="auto", tol=None, max_iter=None,
                  random_state=None, solver_options=None, score_k=10):
         self.lam = lam
         self.C = C
@@ -285,7 +288,7 @@ class CostSensitiveRankSVM(_PairwiseRanker):
     """
 
     def __init__(self, *, tau="estimate", tau_swaps=100, lam=None, C=None, formulation="auto", solver="auto",
-                 tol=1e-6, max_iter=None, random_state=None, solver_options=None, score_k=10):
+                 tol=None, max_iter=None, random_state=None, solver_options=None, score_k=10):
         self.tau = tau
         self.tau_swaps = tau_swaps
         self.lam = lam
@@ -344,7 +347,7 @@ class RankSVMIR(_PairwiseRanker):
     """
 
     def __init__(self, *, tau="estimate", mu="balanced", variant="both", optimizer="qp", learning_rate=None,
-                 tau_swaps=100, lam=None, C=None, formulation="auto", solver="auto", tol=1e-6, max_iter=None,
+                 tau_swaps=100, lam=None, C=None, formulation="auto", solver="auto", tol=None, max_iter=None,
                  random_state=None, solver_options=None, score_k=10):
         self.tau = tau
         self.mu = mu
