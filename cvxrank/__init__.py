@@ -26,31 +26,40 @@ Layout (imports point down this list only)::
 
 __version__ = "0.1.0"
 
-from cvxrank._memory import MemoryBudgetError, set_memory_budget
-from cvxrank.costs import balanced_mu, estimate_tau, pair_weights, theorem1_C
-from cvxrank.data import RankingData, load_letor
-from cvxrank.datasets import make_ecml_simulation, make_ohsumed_like, make_ranking, make_web_like
-from cvxrank.exceptions import (
-    CvxrankError,
-    InaccurateSolutionWarning,
-    SolverError,
-    SolverNotAvailableError,
-    ValidationError,
-)
-from cvxrank.formulations import (
-    Formulation,
-    build,
-    build_dual,
-    build_hinge,
-    build_lifted_primal,
-    build_primal,
-    choose_formulation,
-)
-from cvxrank.native import solve_pairfree
-from cvxrank.objectives import dual_objective, hinge_objective, qp_objective
-from cvxrank.pairs import PairSet, make_pairs, preference_pairs
-from cvxrank.solvers import SolveResult, available_solvers, solve, solve_with_fallback
-from cvxrank.theorem import verify_theorem1
+import importlib
+
+#: Where each public name lives. The names are imported on first use (PEP 562), so that
+#: ``import cvxrank.cli`` (``cvxrank --help``, ``--version``) does not load CVXPY, SciPy or pandas.
+_EXPORTS = {
+    "cvxrank._memory": ("MemoryBudgetError", "set_memory_budget"),
+    "cvxrank.costs": ("balanced_mu", "estimate_tau", "pair_weights", "theorem1_C"),
+    "cvxrank.data": ("RankingData", "load_letor"),
+    "cvxrank.datasets": ("make_ecml_simulation", "make_ohsumed_like", "make_ranking", "make_web_like"),
+    "cvxrank.exceptions": ("CvxrankError", "InaccurateSolutionWarning", "SolverError", "SolverNotAvailableError",
+                           "ValidationError"),
+    "cvxrank.formulations": ("Formulation", "build", "build_dual", "build_hinge", "build_lifted_primal",
+                             "build_primal", "choose_formulation"),
+    "cvxrank.native": ("solve_pairfree",),
+    "cvxrank.objectives": ("dual_objective", "hinge_objective", "qp_objective"),
+    "cvxrank.pairs": ("PairSet", "make_pairs", "preference_pairs"),
+    "cvxrank.solvers": ("SolveResult", "available_solvers", "solve", "solve_with_fallback"),
+    "cvxrank.theorem": ("verify_theorem1",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cvxrank' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "__version__",

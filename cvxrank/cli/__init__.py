@@ -63,10 +63,10 @@ def add_module_parsers(sub, package: str, names, dest: str) -> None:
 
 def main(argv=None) -> int:
     """Run ``cvxrank`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    import pandas as pd
-
     parser = build_parser()
     args = parser.parse_args(argv)
+    import pandas as pd  # after parsing: --help and --version must not load pandas
+
     pd.set_option("display.width", 200)
     try:
         return args.func(args)

@@ -6,8 +6,6 @@ import json
 import os
 import tempfile
 
-import pandas as pd
-
 from cvxrank.exceptions import CvxrankError
 
 __all__ = ["parse_grade", "parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "add_data_arguments",
@@ -81,7 +79,7 @@ def write_json(path, obj) -> None:
     write_atomic(path, json.dumps(obj, indent=2) + "\n")
 
 
-def frame_to_json(df: pd.DataFrame) -> dict:
+def frame_to_json(df) -> dict:
     """A DataFrame as ``{"meta": df.attrs, "rows": [...]}``."""
     return {"meta": dict(df.attrs), "rows": json.loads(df.to_json(orient="records"))}
 

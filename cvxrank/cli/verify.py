@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from cvxrank.cli._common import add_data_arguments, data_from_args, frame_to_json, parse_mu, parse_tau, split, \
     write_json
 
@@ -30,6 +28,8 @@ def add_arguments(parser) -> None:
 
 
 def format_table(df: pd.DataFrame) -> str:
+    import pandas as pd  # here, not at the top: cvxrank --help must not load pandas
+
     shown = df.drop(columns=["note"]).copy()
     for col in ("w_error", "w_bound", "identity_error", "objective_error", "relative_gap"):
         shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.1e}")
