@@ -8,7 +8,7 @@ import tempfile
 
 from cvxrank.exceptions import CvxrankError
 
-__all__ = ["parse_grade", "parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "add_data_arguments",
+__all__ = ["parse_grade", "parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "plain", "add_data_arguments",
            "data_from_args"]
 
 
@@ -79,9 +79,30 @@ def write_json(path, obj) -> None:
     write_atomic(path, json.dumps(obj, indent=2) + "\n")
 
 
+def plain(value):
+    """``value`` with every float kept as is (``json`` writes the shortest repr that reads back
+    exactly; ``DataFrame.to_json`` would round to 10 digits): numpy scalars and arrays become
+    Python numbers and lists, NaN and infinities ``None``, mapping keys strings, tuples lists."""
+    import math
+
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def frame_to_json(df) -> dict:
-    """A DataFrame as ``{"meta": df.attrs, "rows": [...]}``."""
-    return {"meta": dict(df.attrs), "rows": json.loads(df.to_json(orient="records"))}
+    """A DataFrame as ``{"meta": df.attrs, "rows": [...]}``, floats unrounded (:func:`plain`)."""
+    return {"meta": plain(dict(df.attrs)), "rows": plain(df.to_dict(orient="records"))}
 
 
 def add_data_arguments(parser, *, queries: int = 10, features: int = 5, grades: int = 3) -> None:

@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 
-from cvxrank.cli._common import frame_to_json, write_json
+from cvxrank.cli._common import frame_to_json, plain, write_json
 from cvxrank.cli.verify import report as theorem_report
 from cvxrank.exceptions import CvxrankError
 
@@ -65,7 +65,6 @@ def _move_into_place(tmp: str, out: str) -> None:
 
 
 def run(args) -> int:
-    import numpy as np
 
     from cvxrank.datasets import make_ranking
     from cvxrank.experiments.cv import cross_validate, query_folds
@@ -154,11 +153,11 @@ def run(args) -> int:
         with open(os.path.join(tmp, "report.md"), "w", encoding="utf-8") as fh:
             fh.write(report)
         results = {"theorem1": frame_to_json(theorem), "simulation": sim.to_json(),
-                   "cross_validation": {"summary": json.loads(cv.summary.to_json(orient="index")),
-                                        "sign_tests": tests.to_dict("records")},
+                   "cross_validation": {"summary": plain(cv.summary.to_dict(orient="index")),
+                                        "sign_tests": plain(tests.to_dict("records"))},
                    "seconds": seconds}
         with open(os.path.join(tmp, "results.json"), "w", encoding="utf-8") as fh:
-            json.dump(results, fh, indent=2, default=lambda v: v.item() if isinstance(v, np.generic) else str(v))
+            json.dump(plain(results), fh, indent=2, default=str)
         _move_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
