@@ -56,3 +56,16 @@ def test_lazy_package_exports_every_public_name():
         assert getattr(cvxrank, name) is not None
     with pytest.raises(AttributeError):
         cvxrank.no_such_name  # noqa: B018
+
+
+def _help(argv):
+    out = subprocess.run([sys.executable, "-m", "cvxrank.cli", *argv, "--help"], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr
+    return " ".join(out.stdout.split())
+
+
+def test_help_texts_state_defaults_and_no_withdrawn_target():
+    fit = _help(["fit"])
+    assert "default estimate for cs-ranksvm" in fit and "default balanced" in fit and "default 3" in fit
+    assert ">= 3x" not in _help(["bench"]) and ">= 3x" not in _help(["bench", "path"])

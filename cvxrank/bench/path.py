@@ -26,7 +26,7 @@ import numpy as np
 
 from cvxrank.cli._common import split, write_json
 
-HELP = "lambda path by DPP re-solves vs building and solving each point (target: >= 3x faster)"
+HELP = "lambda path by DPP re-solves vs building and solving each point (the measured ratio and its bound)"
 EPILOG = """examples:
   cvxrank bench path                                  # default configurations, 10 points
   cvxrank bench path --configs lifted:clarabel --queries 4
