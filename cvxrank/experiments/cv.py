@@ -161,6 +161,30 @@ class CVResult:
         table = per_fold.groupby(level="method", sort=False).mean()
         return table.reindex(list(dict.fromkeys(self.per_query["method"])))
 
+    @property
+    def chosen(self) -> pd.Series:
+        """The parameters chosen per method, with the number of folds that chose them, e.g.
+        ``"lam=10 (4/5 folds), lam=1 (1/5)"``; indexed like :attr:`summary`."""
+        out = {}
+        for method, sel in self.selection.groupby("method", sort=False):
+            counts = sel["params"].value_counts(sort=True)
+            parts = [f"{p} ({n}/{len(sel)}{' folds' if i == 0 else ''})" for i, (p, n) in enumerate(counts.items())]
+            out[method] = ", ".join(parts)
+        return pd.Series(out, name="chosen").reindex(self.summary.index)
+
+    def edge_warnings(self) -> list[str]:
+        """One line per method and parameter value chosen at the edge (lowest or highest value) of its
+        grid: the validation score may still rise beyond the grid, so the grid should be widened."""
+        if "at_edge" not in self.selection:
+            return []
+        lines = []
+        for method, sel in self.selection.groupby("method", sort=False):
+            edges = sel["at_edge"].fillna("").str.split("; ").explode()
+            for edge, n in edges[edges != ""].value_counts(sort=True).items():
+                lines.append(f"{method}: {edge} of its grid chosen in {n} of {len(sel)} folds; the best value may "
+                             "lie outside the grid (widen it)")
+        return lines
+
     def sign_tests(self, metric: str = "ndcg@1", *, baseline: str | None = None) -> pd.DataFrame:
         """Sign tests on per-query ``metric`` between methods (every pair, or each against ``baseline``)."""
         return sign_test_table(self.per_query, metric, baseline=baseline)
@@ -172,7 +196,12 @@ class CVResult:
         lines = [f"# {title}", ""]
         if self.meta.get("description"):
             lines += [self.meta["description"], ""]
-        lines += ["## Test metrics (mean over folds of the mean over test queries)", "", markdown_table(summary), ""]
+        lines += ["## Test metrics (mean over folds of the mean over test queries)", "",
+                  markdown_table(summary.assign(chosen=self.chosen)), ""]
+        warnings_ = self.edge_warnings()
+        if warnings_:
+            lines += ["**Warning: parameters chosen at the edge of their grid.**", ""]
+            lines += [f"- {w}" for w in warnings_] + [""]
         sel = self.selection.copy()
         lines += ["## Parameters chosen on the validation queries", "",
                   markdown_table(sel.set_index(["method", "fold"]), floatfmt=".3g"), ""]
@@ -328,9 +357,10 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
                     bar.update(1)
                 score, point, model, seconds = best
                 status, gap = _status(model)
+                edge = _edges(point, grid) if split.vali is not None and len(grid) > 1 else ""
                 selection.append({"method": label, "fold": split.name, "params": _fmt(point),
                                   f"vali_{select_by}": score, "status": status, "relative_gap": gap,
-                                  "fit_seconds": seconds})  # a path's time is shared equally by its points
+                                  "fit_seconds": seconds, "at_edge": edge})  # a path's time is shared equally by its points
                 t = split.test
                 table = per_query_metrics(t.y, model.decision_function(t.X), t.qid, ks=ks, relevant=relevant)
                 table.insert(0, "fold", split.name)
@@ -343,6 +373,21 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     meta = {"methods": labels, "splits": [s.name for s in splits], "select_by": select_by, "ks": list(ks),
             "relevant": relevant, "baseline": baseline}
     return CVResult(per_query, pd.DataFrame(selection), meta)
+
+
+def _edges(point: dict, grid: list[dict]) -> str:
+    """``"lam=10 (top)"`` for each numeric parameter of ``point`` at the lowest ("bottom") or highest
+    ("top") of the values ``grid`` tries for it (when it tries more than one); joined by "; "."""
+    found = []
+    for key, value in point.items():
+        values = sorted({g[key] for g in grid if isinstance(g[key], (int, float)) and not isinstance(g[key], bool)})
+        if len(values) < 2 or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        if value == values[0]:
+            found.append(f"{_fmt({key: value})} (bottom)")
+        elif value == values[-1]:
+            found.append(f"{_fmt({key: value})} (top)")
+    return "; ".join(found)
 
 
 def _fmt(point: dict) -> str:
