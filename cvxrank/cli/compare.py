@@ -205,8 +205,8 @@ def run(args) -> int:
     with open(os.path.join(args.out, "commands.log"), "a", encoding="utf-8") as log:
         log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command_line(args)}\n")
     a = df.attrs
-    print(f"{a['ran']} runs done now, {a['skipped']} found in {args.out}; statuses: "
-          + ", ".join(f"{k} {v}" for k, v in df["status"].value_counts().items()))
+    print(f"{a['ran']} runs ran now; {a['skipped']} were already in {args.out} from an earlier call and were "
+          "skipped (resume); statuses of all: " + ", ".join(f"{k} {v}" for k, v in df["status"].value_counts().items()))
     print("\nsuccess rate (% found):")
     print(success_rates(df).round(0).to_string())
     print("\nshifted geometric mean of wall time relative to the best (shift 10 s):")
