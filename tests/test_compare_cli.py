@@ -17,7 +17,7 @@ def test_compare_runs_a_study_writes_the_report_and_resumes(tmp_path, capsys):
     out = tmp_path / "study"
     assert main(BASE + ["--out", str(out), "--jobs", "2", "--timeout", "60"]) == 0
     text = capsys.readouterr().out
-    assert "12 runs done now, 0 found" in text and "success rate" in text
+    assert "12 runs ran now; 0 were already in" in text and "success rate" in text
     df = pd.read_csv(out / "results.csv")
     assert tuple(df.columns) == COLUMNS and len(df) == 2 * (2 + 1) * 2
     assert (df["status"] == "optimal").all()
@@ -28,7 +28,7 @@ def test_compare_runs_a_study_writes_the_report_and_resumes(tmp_path, capsys):
     assert (out / "figures" / "scaling-ecml-mid.png").is_file()
     # the same command again: nothing to run
     assert main(BASE + ["--out", str(out), "--no-report"]) == 0
-    assert "0 runs done now, 12 found" in capsys.readouterr().out
+    assert "0 runs ran now; 12 were already in" in capsys.readouterr().out
     # a second run one job at a time gives the same table, and the report says so
     other = tmp_path / "again"
     assert main(BASE + ["--out", str(other), "--compare-with", str(out)]) == 0
