@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -76,7 +77,8 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
 
 
 def plain_json(obj):
-    """``obj`` with numpy scalars and arrays as Python numbers and lists, NaN as None, floats untouched.
+    """``obj`` as strict JSON data: numpy scalars and arrays as Python numbers and lists, keys as
+    strings, NaN and infinities as None; finite floats untouched.
 
     ``json.dumps`` writes a Python float by its shortest round-trip repr, so every float comes
     back bit for bit (pandas' ``to_json`` keeps 10 significant digits by default, which stored a
@@ -85,17 +87,16 @@ def plain_json(obj):
     Examples
     --------
     >>> import numpy as np
-    >>> plain_json({"gap": np.float64(3.9e-11), "w": np.array([1.0, np.nan])})
-    {'gap': 3.9e-11, 'w': [1.0, None]}
+    >>> plain_json({"gap": np.float64(3.9e-11), "w": np.array([1.0, np.nan]), 2: np.inf})
+    {'gap': 3.9e-11, 'w': [1.0, None], '2': None}
     """
     if isinstance(obj, dict):
-        return {str(k) if not isinstance(k, (str, int, float, bool)) and k is not None else k: plain_json(v)
-                for k, v in obj.items()}
+        return {str(k): plain_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [plain_json(v) for v in obj]
     if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):  # numpy scalars and arrays
         return plain_json(obj.tolist())
-    if isinstance(obj, float) and obj != obj:
+    if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
 

@@ -7,6 +7,12 @@ Defaults follow the SIGIR 2006 paper's measures: NDCG@k of (20) with gains
 Queries with no relevant document score 0 and count in the mean (the LETOR
 convention); ties in the scores are averaged for NDCG and broken by input
 order for MAP and P@k (see :mod:`cvxrank.metrics`).
+
+``convention="letor"`` and ``"mslr"`` reproduce the LETOR 4.0 and MSLR
+evaluation scripts (Eval-Score-4.0.pl and its MSLR edition of June 2010):
+their gain tables, relevance threshold, ties in file order, the discount
+``1/log2(max(j, 2))`` and NDCG@k = 0 for a query with fewer than ``k``
+documents (:data:`CONVENTIONS`; docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -22,37 +28,34 @@ __all__ = ["CONVENTIONS", "DEFAULT_KS", "evaluate_ranking", "per_query_metrics"]
 #: Cut-offs of the papers' tables.
 DEFAULT_KS = (1, 3, 5, 10)
 
-#: Evaluation conventions. "cvxrank" is the default of :mod:`cvxrank.metrics`. The others
-#: reproduce the published evaluation scripts line by line (read from their Perl source):
-#: Eval-Score-3.0.pl (LETOR 3.0), Eval-Score-4.0.pl (LETOR 4.0) and the MSLR-WEB script of
-#: June 2010. All three use the gain table ``2^r − 1`` for the grades they list (other grades
-#: get no gain there, so they are refused here), the discount ``1/log2(max(j, 2))`` (positions 1
-#: and 2 undiscounted), ties in file order (a stable sort by score), NDCG@k = 0 for a query with
-#: fewer than ``k`` documents and for one without relevant documents, both counted in the mean.
-#: They differ in the grades, in what is relevant for MAP and P@k, and in P@k of short queries.
+#: Evaluation conventions: keywords of :func:`cvxrank.metrics.ndcg_score` (``ndcg``), the tie rule of
+#: MAP and P@k (``ties``) and the smallest relevant grade (``relevant``). "letor" and "mslr" are the
+#: scripts' ``%hsNdcgRelScore`` and ``%hsPrecisionRel`` tables; both sort by score with Perl's stable
+#: sort after sorting by line number (ties in file order), give positions 1 and 2 the same weight
+#: (discount ``1/log2(max(j, 2))``) and leave NDCG@k undefined, summed as 0, past a query's last document.
 CONVENTIONS = {
-    "cvxrank": {"grades": None, "relevant": 1, "discount": "log2", "ties": "average", "short": "available",
-                "precision_short": "holes"},
-    "letor3": {"grades": (0, 1, 2), "relevant": 1, "discount": "letor", "ties": "stable", "short": "zero",
-               "precision_short": "zero"},
-    "letor": {"grades": (0, 1, 2), "relevant": 1, "discount": "letor", "ties": "stable", "short": "zero",
-              "precision_short": "holes"},
-    "mslr": {"grades": (0, 1, 2, 3, 4), "relevant": 2, "discount": "letor", "ties": "stable", "short": "zero",
-             "precision_short": "holes"},
+    "cvxrank": {"ndcg": {"gain": "exponential", "discount": "log2", "ties": "average", "short": "cut",
+                         "empty": "zero"},
+                "ties": "stable", "relevant": 1},
+    "letor": {"ndcg": {"gain": {0: 0, 1: 1, 2: 3}, "discount": "letor", "ties": "stable", "short": "zero",
+                       "empty": "zero"},
+              "ties": "stable", "relevant": 1},
+    "mslr": {"ndcg": {"gain": {0: 0, 1: 1, 2: 3, 3: 7, 4: 15}, "discount": "letor", "ties": "stable",
+                      "short": "zero", "empty": "zero"},
+             "ties": "stable", "relevant": 2},
 }
 
 
-def _convention(name, y_true, relevant):
-    if name not in CONVENTIONS:
-        raise ValidationError(f"unknown convention {name!r}; choose from {', '.join(CONVENTIONS)}")
-    conv = CONVENTIONS[name]
-    grades = conv["grades"]
-    if grades is not None:
-        bad = sorted(set(np.unique(np.asarray(y_true, dtype=float)).tolist()) - set(grades))
-        if bad:
-            raise ValidationError(f"the {name} evaluation script scores grades {list(grades)} only; the data has "
-                                  f"{bad[:5]} (use convention='mslr' for grades 0-4, or 'cvxrank')")
-    return conv, (conv["relevant"] if relevant is None else relevant)
+def _convention(convention: str, relevant):
+    if convention not in CONVENTIONS:
+        raise ValidationError(f"unknown convention {convention!r}; valid: {', '.join(CONVENTIONS)}")
+    preset = CONVENTIONS[convention]
+    if relevant is None:
+        relevant = preset["relevant"]
+    elif convention != "cvxrank" and relevant != preset["relevant"]:
+        raise ValidationError(f"convention {convention!r} counts grade >= {preset['relevant']} as relevant, "
+                              f"as its script does; relevant={relevant!r} would not reproduce it")
+    return preset, relevant
 
 
 def _check_ks(ks) -> tuple[int, ...]:
@@ -65,9 +68,9 @@ def _check_ks(ks) -> tuple[int, ...]:
 def per_query_metrics(y_true, y_score, qid, *, ks=DEFAULT_KS, relevant=None, convention="cvxrank") -> pd.DataFrame:
     """One row per query: ``ndcg@k`` for each ``k``, ``map`` and ``p@k`` for each ``k``.
 
-    ``convention`` picks gains, discount, ties and the treatment of short queries
-    (:data:`CONVENTIONS`); ``relevant`` (the smallest relevant grade for MAP and P@k)
-    defaults to the convention's (1, or 2 for ``"mslr"``).
+    ``convention`` is a key of :data:`CONVENTIONS` ("cvxrank", "letor", "mslr"); ``relevant`` (the
+    smallest relevant grade) defaults to the convention's (1, 1, 2) and cannot differ from it for the
+    script presets.
 
     Examples
     --------
@@ -76,15 +79,20 @@ def per_query_metrics(y_true, y_score, qid, *, ks=DEFAULT_KS, relevant=None, con
     {1: {'ndcg@1': 1.0, 'map': 1.0, 'p@1': 1.0}, 2: {'ndcg@1': 0.0, 'map': 0.5, 'p@1': 0.0}}
     """
     ks = _check_ks(ks)
-    conv, relevant = _convention(convention, y_true, relevant)
-    order_ties = "stable" if conv["ties"] == "average" else conv["ties"]
-    columns = {f"ndcg@{k}": ndcg_score(y_true, y_score, qid, k=k, discount=conv["discount"], ties=conv["ties"],
-                                       short=conv["short"], per_query=True) for k in ks}
-    columns["map"] = mean_average_precision(y_true, y_score, qid, threshold=relevant, ties=order_ties,
+    preset, relevant = _convention(convention, relevant)
+    table = preset["ndcg"]["gain"]
+    if isinstance(table, dict):
+        outside = sorted(set(np.unique(np.asarray(y_true, dtype=float)).tolist()) - set(map(float, table)))
+        if outside:
+            hint = " (grades 0-4: use convention 'mslr')" if convention == "letor" and max(outside) <= 4 else ""
+            raise ValidationError(f"convention {convention!r} knows grades {sorted(table)} only; the data has "
+                                  f"grades {', '.join(f'{g:g}' for g in outside[:5])}{hint}")
+    columns = {f"ndcg@{k}": ndcg_score(y_true, y_score, qid, k=k, per_query=True, **preset["ndcg"]) for k in ks}
+    columns["map"] = mean_average_precision(y_true, y_score, qid, threshold=relevant, ties=preset["ties"],
                                             per_query=True)
     for k in ks:
-        columns[f"p@{k}"] = precision_at_k(y_true, y_score, qid, k, threshold=relevant, ties=order_ties,
-                                           short=conv["precision_short"], per_query=True)
+        columns[f"p@{k}"] = precision_at_k(y_true, y_score, qid, k, threshold=relevant, ties=preset["ties"],
+                                           per_query=True)
     return pd.DataFrame(columns)
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -50,8 +51,8 @@ __all__ = [
 _GAINS = ("exponential", "linear")
 _DISCOUNTS = ("log2", "letor")
 _EMPTY = ("zero", "one", "skip")
+_SHORT = ("cut", "zero")
 _NDCG_TIES = ("average", "stable", "optimistic", "pessimistic")
-_SHORT = ("available", "zero")
 _ORDER_TIES = ("stable", "optimistic", "pessimistic")
 
 
@@ -180,6 +181,25 @@ def _aggregate(queries: _Queries, values, defined, empty: str, per_query: bool, 
 # --------------------------------------------------------------------------- #
 # NDCG
 # --------------------------------------------------------------------------- #
+def _table_gain(y_true: np.ndarray, table: Mapping) -> np.ndarray:
+    """Gains looked up in ``table`` ({grade: gain}); every grade must be in it."""
+    try:
+        keys = np.array([float(key) for key in table], dtype=np.float64)
+        gains = np.array([float(table[key]) for key in table], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"gain table must map numbers to numbers, got {dict(table)!r}") from None
+    if keys.size == 0 or not (np.isfinite(keys).all() and np.isfinite(gains).all()):
+        raise ValueError(f"gain table must be non-empty and finite, got {dict(table)!r}")
+    order = np.argsort(keys)
+    keys, gains = keys[order], gains[order]
+    at = np.minimum(np.searchsorted(keys, y_true), keys.size - 1)
+    missing = keys[at] != y_true
+    if missing.any():
+        grades = ", ".join(f"{v:g}" for v in np.unique(y_true[missing])[:5])
+        raise ValueError(f"grades {grades} are not in the gain table (grades {', '.join(f'{v:g}' for v in keys)})")
+    return gains[at]
+
+
 def ndcg_score(
     y_true,
     y_score,
@@ -190,7 +210,7 @@ def ndcg_score(
     discount="log2",
     empty="zero",
     ties="average",
-    short="available",
+    short="cut",
     per_query=False,
 ):
     r"""Mean normalised discounted cumulative gain at ``k`` over queries.
@@ -210,7 +230,8 @@ def ndcg_score(
     .. math::
 
         G(r) = \begin{cases} 2^r - 1 & \text{gain="exponential"} \\
-                             r & \text{gain="linear"} \end{cases}
+                             r & \text{gain="linear"} \\
+                             \text{gain}[r] & \text{gain a table (mapping)} \end{cases}
         \qquad
         D(j) = \begin{cases} 1/\log_2(1 + j) & \text{discount="log2"} \\
                              1/\log_2(\max(j, 2)) & \text{discount="letor"} \end{cases}
@@ -229,9 +250,11 @@ def ndcg_score(
     k : int or None, default None
         Cut-off position, a positive integer; ``None`` uses all documents.
         A query with fewer than ``k`` documents: see ``short``.
-    gain : {"exponential", "linear"}, default "exponential"
+    gain : {"exponential", "linear"} or mapping, default "exponential"
         :math:`G(r) = 2^r - 1` (equation (20), LETOR) or :math:`G(r) = r`
-        (scikit-learn's ``ndcg_score``).
+        (scikit-learn's ``ndcg_score``), or a table ``{grade: gain}`` as the
+        LETOR/MSLR scripts hold (e.g. ``{0: 0, 1: 1, 2: 3}``); a grade missing
+        from the table is an error (the scripts would silently give it gain 0).
     discount : {"log2", "letor"}, default "log2"
         :math:`1/\log_2(1 + j)` for 1-based position :math:`j`, or the LETOR
         evaluation script's :math:`1/\log_2(\max(j, 2))` (positions 1 and 2
@@ -249,12 +272,13 @@ def ndcg_score(
         independent of input order, and equals scikit-learn's ``ndcg_score``
         with ``ignore_ties=False``. "stable": input order. "optimistic":
         higher grade first. "pessimistic": lower grade first.
-    short : {"available", "zero"}, default "available"
-        A query with fewer than ``k`` documents: "available" computes NDCG
-        over the documents it has (in both DCG and ideal DCG); "zero" scores
-        it 0 and counts it in the mean, as the LETOR 3.0/4.0 and MSLR
-        evaluation scripts do (their NDCG@k is undefined past a query's last
-        document and averages as 0).
+    short : {"cut", "zero"}, default "cut"
+        Value of NDCG@k for a query with fewer than ``k`` documents. "cut":
+        NDCG@:math:`n_q` over the documents the query has (in both DCG and
+        ideal DCG), so a perfect ranking scores 1. "zero": 0, counted in the
+        mean, as the LETOR 4.0 and MSLR evaluation scripts (Eval-Score-4.0.pl)
+        score it; published LETOR baselines were computed this way. Has no
+        effect when ``k`` is None.
     per_query : bool, default False
         If True, return the per-query values instead of their mean.
 
@@ -290,11 +314,12 @@ def ndcg_score(
     2    0.0
     Name: ndcg@1, dtype: float64
     """
-    _check_option("gain", gain, _GAINS)
+    if not isinstance(gain, Mapping):
+        _check_option("gain", gain, _GAINS)
     _check_option("discount", discount, _DISCOUNTS)
+    _check_option("short", short, _SHORT)
     _check_option("empty", empty, _EMPTY)
     _check_option("ties", ties, _NDCG_TIES)
-    _check_option("short", short, _SHORT)
     y_true = _as_vector("y_true", y_true)
     n = y_true.size
     y_score = _as_vector("y_score", y_score, n, "y_true")
@@ -306,7 +331,9 @@ def ndcg_score(
     queries = _Queries(qid, n)
     codes = queries.codes
 
-    if gain == "exponential":
+    if isinstance(gain, Mapping):
+        g = _table_gain(y_true, gain)
+    elif gain == "exponential":
         with np.errstate(over="ignore"):
             g = np.exp2(y_true) - 1.0
         if not np.isfinite(g).all():
@@ -344,8 +371,9 @@ def ndcg_score(
     defined = idcg > 0
     values = np.divide(dcg, idcg, out=np.zeros_like(dcg), where=defined)
     if short == "zero" and k is not None:
-        values[queries.counts < k] = 0.0
-        defined = defined | (queries.counts < k)  # scored 0, not "empty"
+        too_short = queries.counts < k
+        values[too_short] = 0.0
+        defined = defined | too_short  # scored 0 and counted, whatever ``empty`` says
     name = "ndcg" if k is None else f"ndcg@{k}"
     return _aggregate(queries, values, defined, empty, per_query, name)
 
@@ -442,7 +470,7 @@ def mean_average_precision(
     return _aggregate(queries, values, defined, empty, per_query, "average_precision")
 
 
-def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", short="holes", per_query=False):
+def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", per_query=False):
     r"""Mean precision at ``k`` over queries.
 
     .. math::
@@ -469,10 +497,6 @@ def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", short
     ties : {"stable", "optimistic", "pessimistic"}, default "stable"
         Order of documents with equal scores: input order, higher grade
         first, or lower grade first.
-    short : {"holes", "zero"}, default "holes"
-        A query with fewer than ``k`` documents: "holes" counts the missing
-        positions as non-relevant (TREC, LETOR 4.0, MSLR); "zero" scores it 0
-        (the LETOR 3.0 script, whose P@k is undefined there and averages as 0).
     per_query : bool, default False
         If True, return a Series indexed by query id (name ``"precision@k"``).
 
@@ -496,7 +520,6 @@ def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", short
     0.5
     """
     _check_option("ties", ties, _ORDER_TIES)
-    _check_option("short", short, ("holes", "zero"))
     k = _check_k(k, allow_none=False)
     queries, sorted_codes, position, relevant = _ranked_relevance(
         y_true, y_score, qid, threshold, ties
@@ -505,8 +528,6 @@ def precision_at_k(y_true, y_score, qid, k, *, threshold=1, ties="stable", short
         sorted_codes, weights=relevant * (position <= k), minlength=queries.n_queries
     )
     values = hits / k
-    if short == "zero":
-        values[queries.counts < k] = 0.0
     defined = np.ones(queries.n_queries, dtype=bool)
     return _aggregate(queries, values, defined, "zero", per_query, f"precision@{k}")
 

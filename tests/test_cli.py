@@ -108,28 +108,6 @@ def test_help_lists_commands_with_examples(capsys):
     assert "demo" in capsys.readouterr().out
 
 
-def test_version_and_help_load_no_heavy_library():
-    """`cvxrank --version` and `--help` import neither CVXPY, SciPy, pandas nor matplotlib."""
-    import subprocess
-    import sys
-
-    code = ("import sys; from cvxrank.cli import build_parser; build_parser(); "
-            "print(sorted(m for m in ('cvxpy', 'scipy', 'pandas', 'matplotlib') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
-
-
-def test_simulate_help_states_the_simulations_default_lam():
-    import argparse
-
-    from cvxrank.cli.simulate import add_arguments
-    from cvxrank.experiments.simulation import DEFAULT_LAM
-
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    assert f"DEFAULT_LAM = {DEFAULT_LAM})" in " ".join(parser.format_help().split())
-
-
 def test_json_keeps_every_float_as_it_is(tmp_path):
     """A certified gap of 3.9e-11 is stored as 3.9e-11, not rounded to 0 (pandas' to_json keeps 10 digits)."""
     import numpy as np

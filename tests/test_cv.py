@@ -168,14 +168,33 @@ def test_cv_command_bad_input(args, message, capsys):
     assert len(err.splitlines()) == 1 and message in err
 
 
-def test_cv_says_what_it_chose_and_warns_at_the_edge_of_the_grid(capsys, tmp_path):
+def test_edges_of_the_grid():
+    from cvxrank.experiments.cv import CVResult, _edges
+
+    grid = [{"C": c, "pcf": p} for c in (0.1, 1.0, 10.0) for p in (1.5, 2.0)]
+    assert _edges({"C": 10.0, "pcf": 1.5}, grid) == "C=10 (top); pcf=1.5 (bottom)"
+    assert _edges({"C": 1.0, "pcf": 2.0}, grid) == "pcf=2 (top)"
+    assert _edges({"lam": 1.0}, [{"lam": 1.0}]) == ""  # a single value is no choice
+    sel = pd.DataFrame({"method": ["A", "A", "A", "B"], "fold": ["f1", "f2", "f3", "f1"],
+                        "params": ["lam=10", "lam=10", "lam=1", "lam=1"],
+                        "at_edge": ["lam=10 (top)", "lam=10 (top)", "", ""]})
+    per_query = pd.DataFrame({"method": ["A", "B"], "fold": ["f1", "f1"], "qid": [1, 1], "map": [0.5, 0.5]})
+    result = CVResult(per_query, sel)
+    assert result.edge_warnings() == ["A: lam=10 (top) of its grid chosen in 2 of 3 folds; the best value may lie "
+                                      "outside the grid (widen it)"]
+    assert result.chosen.to_dict() == {"A": "lam=10 (2/3 folds), lam=1 (1/3)", "B": "lam=1 (1/1 folds)"}
+
+
+def test_cv_command_prints_choices_and_warns_at_the_edge(tmp_path, capsys):
     from cvxrank.cli import main
 
-    # With a two-point grid every choice sits at an edge: the warning must say so, on stdout and in the report.
-    assert main(["cv", "--queries", "8", "--methods", "ranksvm", "--lams", "0.1,1", "--no-progress",
-                 "--out", str(tmp_path / "cv")]) == 0
-    out = capsys.readouterr().out
-    assert "| chosen |" in out and "lam=" in out
-    assert "warning: RankSVM: lam=" in out and "value of its grid (0.1 to 1)" in out
-    report = (tmp_path / "cv" / "report.md").read_text()
-    assert "Choices at the edge of their grid" in report and "gradient-norm bound" in report
+    out = tmp_path / "cv"
+    assert main(["cv", "--queries", "9", "--features", "3", "--n-folds", "3", "--methods", "ranksvm",
+                 "--lams", "0.1,10", "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    sel = pd.read_csv(out / "selection.csv")
+    assert "chosen" in text and f"{sel['params'].iloc[0]} (" in text
+    # with two values every choice is at an edge of the grid
+    assert sel["at_edge"].str.contains(r"\((top|bottom)\)").all()
+    assert "warning: RankSVM: lam=" in text
+    assert "edge of their grid" in (out / "report.md").read_text()

@@ -309,3 +309,18 @@ def test_instance_from_data_checks_its_input():
         Instance.from_data("x", np.eye(3))
     with pytest.raises(ValidationError, match="features"):
         Instance.from_data("x", tiny(), RankingData(np.eye(4), [0, 1, 0, 1], [1, 1, 2, 2]))
+
+
+def test_growth_exponents_need_three_sizes_spanning_four_times():
+    from cvxrank.study.report import findings
+    from cvxrank.study.summary import NOT_ENOUGH
+
+    df = fake_table()
+    df.loc[df["solver"] == "a", "wall_time"] = 0.01 * df["pairs"] ** 1.5
+    narrow = df.assign(pairs=df["pairs"].map({100: 100, 200: 150, 400: 300}))  # 3 sizes, 3x
+    g = growth_exponents(narrow).set_index("solver")
+    assert g.loc["a", "n_sizes"] == 3 and g.loc["a", "span"] == pytest.approx(3.0)
+    assert np.isnan(g.loc["a", "time_exponent"]) and np.isnan(g.loc["a", "memory_exponent"])
+    assert np.isnan(growth_exponents(df).set_index("solver").loc["b", "time_exponent"])  # 2 sizes
+    lines = findings(narrow, success_rates(narrow), shifted_geometric_means(narrow, time_limit=60.0), g.reset_index())
+    assert any(NOT_ENOUGH in line for line in lines) and not any("grows as" in line for line in lines)

@@ -108,9 +108,9 @@ def run(args) -> int:
                             progress=False if args.no_progress else None, baseline=baseline)
     result.meta["description"] = f"Data: {desc}. Command: `cvxrank cv ...` (cvxrank.experiments.cv)."
     print(f"cross-validation on {desc}")
-    print(markdown_table(result.summary.join(result.chosen)))
-    for warning in result.meta.get("edge_choices") or []:
-        print(f"warning: {warning}")
+    print(markdown_table(result.summary.assign(chosen=result.chosen)))
+    for line in result.edge_warnings():
+        print(f"warning: {line}")
     tests = result.sign_tests("ndcg@1", baseline=result.meta["baseline"])
     if len(tests):
         print("\nsign tests on per-query NDCG@1:")

@@ -1,12 +1,14 @@
 """Evaluate a ranking of a LETOR file: NDCG@k, MAP and P@k averaged over queries.
 
 The ranking comes from a saved model (--model) or from a file of scores, one a line in file order
-(--scores; what 'cvxrank predict' and SVMrank write). By default NDCG uses gains 2^r - 1 and a
-log2(1 + j) discount ((20) of SIGIR 2006) over the documents a query has; MAP and P@k count grade
->= --relevant as relevant; a query with no relevant document scores 0 and counts in the mean.
---convention letor3, letor or mslr reproduces the published evaluation scripts (Eval-Score-3.0.pl,
-Eval-Score-4.0.pl, the MSLR-WEB script): their gain table, relevance threshold, discount
-1/log2(max(j, 2)), ties in file order, and NDCG@k = 0 for a query with fewer than k documents."""
+(--scores; what 'cvxrank predict' and SVMrank write). NDCG uses gains 2^r - 1 and a log2(1 + j)
+discount ((20) of SIGIR 2006); MAP and P@k count grade >= --relevant as relevant; a query with no
+relevant document scores 0 and counts in the mean (the LETOR convention).
+
+--convention letor / mslr reproduce the LETOR 4.0 / MSLR evaluation scripts (Eval-Score-4.0.pl):
+their gain tables (0,1,3 / 0,1,3,7,15), relevant grade >= 1 / >= 2, ties in file order, positions 1
+and 2 undiscounted, and NDCG@k = 0 for a query with fewer than k documents; published LETOR baselines
+were computed this way. See docs/metrics.md for the table of conventions."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ EPILOG = """examples:
   cvxrank evaluate test.letor --model model.json
   cvxrank evaluate test.letor --scores test.scores --k 1,3,5,10 --relevant 2
   cvxrank evaluate test.letor --model model.json --json metrics.json --per-query per_query.csv
-  cvxrank evaluate test.letor --scores test.scores --convention mslr   # as the MSLR-WEB script reports it
+  cvxrank evaluate test.letor --model model.json --convention mslr   # the MSLR script's numbers
 """
 
 
@@ -30,12 +32,10 @@ def add_arguments(parser) -> None:
     source.add_argument("--model", metavar="MODEL", help="a JSON model written by 'cvxrank fit'")
     source.add_argument("--scores", metavar="FILE", help="scores, one a line, in the order of DATA")
     parser.add_argument("--k", default="1,3,5,10", help="cut-offs for NDCG@k and P@k (default 1,3,5,10)")
-    parser.add_argument("--relevant", type=float, default=None,
-                        help="smallest grade counted as relevant for MAP and P@k (default: the convention's, "
-                             "1; 2 for mslr)")
-    parser.add_argument("--convention", default="cvxrank", choices=("cvxrank", "letor3", "letor", "mslr"),
-                        help="cvxrank (default), or the LETOR 3.0 / LETOR 4.0 / MSLR-WEB evaluation script's "
-                             "conventions (docs: metrics, table of conventions)")
+    parser.add_argument("--convention", default="cvxrank", choices=("cvxrank", "letor", "mslr"),
+                        help="cvxrank (default), or the LETOR 4.0 / MSLR evaluation script's conventions")
+    parser.add_argument("--relevant", type=float,
+                        help="smallest grade counted as relevant for MAP and P@k (default 1; mslr: 2)")
     parser.add_argument("--json", metavar="PATH", help="also write the means as JSON")
     parser.add_argument("--per-query", metavar="CSV", dest="per_query", help="also write per-query values as CSV")
 
@@ -83,14 +83,17 @@ def run(args) -> int:
     from cvxrank.evaluation import CONVENTIONS
 
     relevant = CONVENTIONS[args.convention]["relevant"] if args.relevant is None else args.relevant
+    if args.convention != "cvxrank" and relevant != CONVENTIONS[args.convention]["relevant"]:
+        raise CvxrankError(f"--relevant {args.relevant:g} cannot be combined with --convention {args.convention}, "
+                           f"whose script counts grade >= {CONVENTIONS[args.convention]['relevant']} as relevant")
     table = per_query_metrics(data.y, scores, data.qid, ks=ks, relevant=relevant, convention=args.convention)
     means = table.mean()
     print(f"{source} on {args.data}: {data.n_queries} queries, {data.n_documents} documents "
-          f"(convention {args.convention}; relevant: grade >= {relevant:g})")
+          f"(relevant: grade >= {relevant:g}; convention {args.convention})")
     print(means.to_frame("mean").T.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     if args.json:
         write_json(args.json, {"data": args.data, "source": source, "n_queries": int(data.n_queries),
-                               "convention": args.convention, "relevant": relevant, "metrics": {k: float(v) for k, v in means.items()}})
+                               "relevant": relevant, "convention": args.convention, "metrics": {k: float(v) for k, v in means.items()}})
         print(f"wrote {args.json}")
     if args.per_query:
         write_atomic(args.per_query, table.to_csv())

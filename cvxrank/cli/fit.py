@@ -34,13 +34,12 @@ def add_ranker_arguments(parser) -> None:
     parser.add_argument("--C", type=float, dest="C", help="QP cost C instead of lambda (lambda = 1/(2C))")
     parser.add_argument("--tau", metavar="H-L=V,...|estimate",
                         help="tau per grade pair, e.g. 2-1=1,2-0=1,1-0=0.1, or 'estimate' (Fig. 1 heuristic); "
-                             "default: the method's (estimate for cs-ranksvm and rsvm-ir-*, all 1 for ranksvm; "
-                             "rsvm-ir-query has none)")
+                             "default estimate for cs-ranksvm and rsvm-ir-qp/-rank/-gd; ranksvm "
+                             "(every pair weight 1) and rsvm-ir-query take none")
     parser.add_argument("--mu", metavar="none|balanced",
-                        help="query weights: none or balanced (10); default: the method's (balanced for "
-                             "rsvm-ir-query, -qp and -gd, none otherwise)")
-    parser.add_argument("--pcf", type=float,
-                        help="cs-rglist: penalty base pCf >= 1 (U = pCf^grade); default 3")
+                        help="query weights: none or balanced (10); default balanced for rsvm-ir-qp/-query/-gd; "
+                             "ranksvm, cs-ranksvm and rsvm-ir-rank take none")
+    parser.add_argument("--pcf", type=float, help="cs-rglist: penalty base pCf >= 1 (U = pCf^grade; default 3)")
     parser.add_argument("--solver", help="any solver of cvxrank.available_solvers() (default auto)")
     parser.add_argument("--formulation", help="auto (default), primal, lifted, dual or hinge")
     parser.add_argument("--tol", type=float, help="certified relative duality gap (default 1e-6)")

@@ -28,9 +28,10 @@ FIGURES = ("fig2_simulation.png", "fig3_ndcg_at_n.png", "sigir_fig2_hinge.png")
 
 
 def add_arguments(parser) -> None:
+    from cvxrank.experiments._defaults import DEFAULT_LAM
+
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated data (default 0)")
-    parser.add_argument("--lam", type=float, default=None,
-                        help="lambda of the hinge form (default: the simulation's, cvxrank.experiments.simulation.DEFAULT_LAM = 0.25)")
+    parser.add_argument("--lam", type=float, default=DEFAULT_LAM, help=f"lambda of the hinge form (default {DEFAULT_LAM})")
     parser.add_argument("--tau", metavar="H-L=V,...|estimate",
                         help="tau of the cost-sensitive method per grade pair, or 'estimate' "
                              "(default 2-1=1,2-0=1,1-0=0.1)")
@@ -90,9 +91,8 @@ def run(args) -> int:
         # the JSON may go into the --plots folder, which is created after the run
         if not (os.path.isdir(json_folder) or (folder and json_folder == os.path.abspath(folder))):
             raise CvxrankError(f"--json {args.json}: folder {json_folder} does not exist")
-    lam = {} if args.lam is None else {"lam": args.lam}
-    result = run_ecml_simulation(random_state=args.seed, tau=tau, solver=args.solver, sizes=sizes,
-                                 formulation=args.formulation, **lam)
+    result = run_ecml_simulation(random_state=args.seed, lam=args.lam, tau=tau, solver=args.solver,
+                                 sizes=sizes, formulation=args.formulation)
     print(result.report())
     print(f"time: {result.times['total']:.1f} s")
     if folder:

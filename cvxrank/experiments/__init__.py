@@ -7,17 +7,22 @@ in :mod:`cvxrank.plots`. The cross-validation runner of the SIGIR experiments
 is :mod:`cvxrank.experiments.cv` (imported on its own: it needs scikit-learn).
 """
 
-from cvxrank.experiments.simulation import (
-    DEFAULT_LAM,
-    ECML_NS,
-    ECML_TAU,
-    METHOD_LABELS,
-    METHODS,
-    PAPER_ECML,
-    SimulationResult,
-    angle_degrees,
-    run_ecml_simulation,
-)
+import importlib
+
+_SIMULATION = ("ECML_NS", "ECML_TAU", "METHODS", "METHOD_LABELS", "PAPER_ECML", "SimulationResult",
+               "angle_degrees", "run_ecml_simulation")
+
+
+def __getattr__(name):
+    """The names of :mod:`cvxrank.experiments.simulation`, imported on first use (PEP 562), so that
+    ``cvxrank.experiments._defaults`` (read by ``cvxrank simulate --help``) does not load CVXPY."""
+    if name == "DEFAULT_LAM":
+        from cvxrank.experiments._defaults import DEFAULT_LAM
+        return DEFAULT_LAM
+    if name not in _SIMULATION:
+        raise AttributeError(f"module 'cvxrank.experiments' has no attribute {name!r}")
+    return getattr(importlib.import_module("cvxrank.experiments.simulation"), name)
+
 
 __all__ = [
     "DEFAULT_LAM",

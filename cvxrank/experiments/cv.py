@@ -154,22 +154,36 @@ class CVResult:
     meta: dict = field(default_factory=dict)
 
     @property
-    def chosen(self) -> pd.Series:
-        """The parameters chosen for each method: one value if every fold chose it, else each fold's."""
-        out = {}
-        for method, group in self.selection.groupby("method", sort=False):
-            values = list(dict.fromkeys(group["params"]))
-            out[method] = values[0] if len(values) == 1 else "; ".join(
-                f"{f}: {p}" for f, p in zip(group["fold"], group["params"]))
-        return pd.Series(out, name="chosen")
-
-    @property
     def summary(self) -> pd.DataFrame:
         """Mean over folds of each fold's mean over test queries; one row per method (in run order)."""
         metrics = [c for c in self.per_query.columns if c not in ("method", "fold", "qid")]
         per_fold = self.per_query.groupby(["method", "fold"], sort=False)[metrics].mean()
         table = per_fold.groupby(level="method", sort=False).mean()
         return table.reindex(list(dict.fromkeys(self.per_query["method"])))
+
+    @property
+    def chosen(self) -> pd.Series:
+        """The parameters chosen per method, with the number of folds that chose them, e.g.
+        ``"lam=10 (4/5 folds), lam=1 (1/5)"``; indexed like :attr:`summary`."""
+        out = {}
+        for method, sel in self.selection.groupby("method", sort=False):
+            counts = sel["params"].value_counts(sort=True)
+            parts = [f"{p} ({n}/{len(sel)}{' folds' if i == 0 else ''})" for i, (p, n) in enumerate(counts.items())]
+            out[method] = ", ".join(parts)
+        return pd.Series(out, name="chosen").reindex(self.summary.index)
+
+    def edge_warnings(self) -> list[str]:
+        """One line per method and parameter value chosen at the edge (lowest or highest value) of its
+        grid: the validation score may still rise beyond the grid, so the grid should be widened."""
+        if "at_edge" not in self.selection:
+            return []
+        lines = []
+        for method, sel in self.selection.groupby("method", sort=False):
+            edges = sel["at_edge"].fillna("").str.split("; ").explode()
+            for edge, n in edges[edges != ""].value_counts(sort=True).items():
+                lines.append(f"{method}: {edge} of its grid chosen in {n} of {len(sel)} folds; the best value may "
+                             "lie outside the grid (widen it)")
+        return lines
 
     def sign_tests(self, metric: str = "ndcg@1", *, baseline: str | None = None) -> pd.DataFrame:
         """Sign tests on per-query ``metric`` between methods (every pair, or each against ``baseline``)."""
@@ -182,16 +196,15 @@ class CVResult:
         lines = [f"# {title}", ""]
         if self.meta.get("description"):
             lines += [self.meta["description"], ""]
-        lines += ["## Test metrics (mean over folds of the mean over test queries)", "", markdown_table(summary), ""]
+        lines += ["## Test metrics (mean over folds of the mean over test queries)", "",
+                  markdown_table(summary.assign(chosen=self.chosen)), ""]
+        warnings_ = self.edge_warnings()
+        if warnings_:
+            lines += ["**Warning: parameters chosen at the edge of their grid.**", ""]
+            lines += [f"- {w}" for w in warnings_] + [""]
         sel = self.selection.copy()
         lines += ["## Parameters chosen on the validation queries", "",
-                  markdown_table(sel.set_index(["method", "fold"]), floatfmt=".3g"), "",
-                  "`relative_gap` is the certified duality gap of the pairwise methods; for ListMLE and "
-                  "cs-RgList it is a gradient-norm bound (`certificate`).", ""]
-        edges = self.meta.get("edge_choices") or []
-        if edges:
-            lines += ["**Choices at the edge of their grid** (widen the grid to be sure of the optimum):", ""]
-            lines += [f"- {e}" for e in edges] + [""]
+                  markdown_table(sel.set_index(["method", "fold"]), floatfmt=".3g"), ""]
         tests = self.sign_tests("ndcg@1", baseline=baseline) if "ndcg@1" in self.per_query else None
         if tests is not None and len(tests):
             lines += [f"## Sign tests on per-query NDCG@1{' against ' + baseline if baseline else ''}", "",
@@ -268,9 +281,9 @@ def _fit_grid(method, grid, fixed, train, random_state):
         yield point, model, seconds
 
 
-def _status(model) -> tuple[str, float, str]:
+def _status(model) -> tuple[str, float]:
     s = getattr(model, "solve_summary_", None) or {}
-    return str(s.get("status", "")), float(s.get("relative_gap", np.nan)), str(s.get("certificate", ""))
+    return str(s.get("status", "")), float(s.get("relative_gap", np.nan))
 
 
 def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, ks=DEFAULT_KS, relevant=1,
@@ -324,12 +337,11 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     baseline = method_label(baseline) if baseline in methods else baseline
     runs = sum(len(_grid_for(m, grids)) * len(splits) for m in methods)
     bar = tqdm(total=runs, desc="cv", disable=(not _isatty()) if progress is None else not progress, leave=False)
-    rows, selection, chosen, grid_of = [], [], [], {}
+    rows, selection = [], []
     try:
         for method, label in zip(methods, labels):
             fixed = dict(params.get(method, {}))
             grid = _grid_for(method, grids)
-            grid_of[label] = grid
             for split in splits:
                 best = None
                 for point, model, seconds in _fit_grid(method, grid, fixed, split.train, random_state):
@@ -344,12 +356,11 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
                         best = (score, point, model, seconds)
                     bar.update(1)
                 score, point, model, seconds = best
-                status, gap, certificate = _status(model)
+                status, gap = _status(model)
+                edge = _edges(point, grid) if split.vali is not None and len(grid) > 1 else ""
                 selection.append({"method": label, "fold": split.name, "params": _fmt(point),
                                   f"vali_{select_by}": score, "status": status, "relative_gap": gap,
-                                  "certificate": certificate,
-                                  "fit_seconds": seconds})  # a path's time is shared equally by its points
-                chosen.append((label, split.name, point))
+                                  "fit_seconds": seconds, "at_edge": edge})  # a path's time is shared equally by its points
                 t = split.test
                 table = per_query_metrics(t.y, model.decision_function(t.X), t.qid, ks=ks, relevant=relevant)
                 table.insert(0, "fold", split.name)
@@ -360,37 +371,23 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     per_query = pd.concat(rows, ignore_index=True)
     per_query = per_query[["method", "fold", "qid"] + metric_names]
     meta = {"methods": labels, "splits": [s.name for s in splits], "select_by": select_by, "ks": list(ks),
-            "relevant": relevant, "baseline": baseline,
-            "edge_choices": edge_choices(chosen, grid_of, validated=any(s.vali is not None for s in splits))}
+            "relevant": relevant, "baseline": baseline}
     return CVResult(per_query, pd.DataFrame(selection), meta)
 
 
-def edge_choices(chosen, grid_of, *, validated: bool = True) -> list[str]:
-    """Warnings for parameters chosen at the smallest or largest value of their grid.
-
-    A choice at the edge of the grid says the best value may lie beyond it: widen the grid.
-    ``chosen`` holds ``(method label, fold, point)`` triples; ``grid_of`` maps a label to its grid.
-
-    Examples
-    --------
-    >>> edge_choices([("RankSVM", "fold1", {"lam": 10.0})], {"RankSVM": [{"lam": 0.1}, {"lam": 1.0}, {"lam": 10.0}]})
-    ['RankSVM: lam=10 is the largest value of its grid (0.1 to 10) in 1 of 1 folds; the best value may lie beyond it']
-    """
-    if not validated:
-        return []
-    out = []
-    for label, grid in grid_of.items():
-        picks = [point for lab, _, point in chosen if lab == label]
-        for key in sorted({k for point in grid for k in point}):
-            values = sorted({point[key] for point in grid if isinstance(point.get(key), (int, float))})
-            if len(values) < 2:
-                continue
-            for value, side in ((values[0], "smallest"), (values[-1], "largest")):
-                n = sum(1 for point in picks if point.get(key) == value)
-                if n:
-                    out.append(f"{label}: {key}={value:g} is the {side} value of its grid ({values[0]:g} to "
-                               f"{values[-1]:g}) in {n} of {len(picks)} folds; the best value may lie beyond it")
-    return out
+def _edges(point: dict, grid: list[dict]) -> str:
+    """``"lam=10 (top)"`` for each numeric parameter of ``point`` at the lowest ("bottom") or highest
+    ("top") of the values ``grid`` tries for it (when it tries more than one); joined by "; "."""
+    found = []
+    for key, value in point.items():
+        values = sorted({g[key] for g in grid if isinstance(g[key], (int, float)) and not isinstance(g[key], bool)})
+        if len(values) < 2 or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        if value == values[0]:
+            found.append(f"{_fmt({key: value})} (bottom)")
+        elif value == values[-1]:
+            found.append(f"{_fmt({key: value})} (top)")
+    return "; ".join(found)
 
 
 def _fmt(point: dict) -> str:

@@ -26,6 +26,7 @@ from cvxrank.costs import check_lam, estimate_tau, pair_weights
 from cvxrank.data import RankingData
 from cvxrank.datasets import ECML_SIZES, make_ecml_simulation
 from cvxrank.exceptions import ValidationError
+from cvxrank.experiments._defaults import DEFAULT_LAM
 from cvxrank.formulations import build
 from cvxrank.metrics import ndcg_score
 from cvxrank.pairs import make_pairs
@@ -58,10 +59,6 @@ METHOD_LABELS = {"ranksvm": "Ranking SVM", "cost_sensitive": "cost-sensitive"}
 #: within about a degree of the paper's (docs/reproductions.md).
 ECML_TAU = {(2, 1): 1.0, (2, 0): 1.0, (1, 0): 0.1}
 
-#: Default ``λ`` of the hinge form. With 320,000 pairs the loss dominates:
-#: the minimiser of seed 0 is the same to 1e-6 for every ``λ`` up to about
-#: 0.3, and Clarabel on the dual needs the fewest iterations near 0.25.
-DEFAULT_LAM = 0.25
 
 #: What the paper reports (section 4.1). Fig. 3 is an image; its text only
 #: says the cost-sensitive NDCG@N "stay[s] at 1.0 until when position N

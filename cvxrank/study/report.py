@@ -19,8 +19,7 @@ import pandas as pd
 from cvxrank.reporting import markdown_table
 from cvxrank.study.profiles import options_table
 from cvxrank.study.summary import (
-    MIN_SIZES,
-    MIN_SPAN,
+    NOT_ENOUGH,
     growth_exponents,
     performance_profiles,
     shifted_geometric_means,
@@ -91,12 +90,12 @@ def _figures(df, growth, prof, fig_dir: Path) -> dict:
             sub = df[(df["instance"] == instance) & (df["profile"] == profile)]
             if sub["pairs"].nunique() < 2 or not sub["found"].any():
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
+            fig, axes = plt.subplots(1, 2, figsize=(13, 5))
             plot_scaling(df, growth, axes[0], profile=profile, instance=instance, y="wall_time")
             plot_scaling(df, growth, axes[1], profile=profile, instance=instance, y="peak_memory")
             name = f"scaling-{instance}-{profile}.png"
             fig.tight_layout()
-            fig.savefig(fig_dir / name, dpi=110, bbox_inches="tight")  # the legends sit below the axes
+            fig.savefig(fig_dir / name, dpi=110)
             plt.close(fig)
             made[("scaling", instance, profile)] = name
     return made
@@ -123,15 +122,13 @@ def findings(df: pd.DataFrame, rates: pd.DataFrame, sgm: pd.DataFrame, growth: p
         counts = statuses.value_counts()
         out.append(f"{label(idx)}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
                    + f" of {int(((df['formulation'] == idx[0]) & (df['solver'] == idx[1])).sum())} runs.")
-    fitted = growth[np.isfinite(growth["time_exponent"]) | np.isfinite(growth["memory_exponent"])]
-    if len(growth) and fitted.empty:
-        out.append(f"Growth with size: not enough sizes (an exponent needs at least {MIN_SIZES} sizes spanning "
-                   f"at least {MIN_SPAN:g}x; this study has at most {int(growth['n_sizes'].max())} spanning "
-                   f"{np.nanmax(growth['span'].to_numpy(dtype=float)) if growth['span'].notna().any() else 0:.2g}x).")
-    for (instance, profile), sub in fitted.groupby(["instance", "profile"], sort=False):
+    for (instance, profile), sub in growth.groupby(["instance", "profile"], sort=False):
         for kind, what in (("time", "wall time"), ("memory", "peak memory")):
             fit = sub[np.isfinite(sub[f"{kind}_exponent"])].sort_values(f"{kind}_exponent")
             if fit.empty:
+                if kind == "time" and len(sub):
+                    out.append(f"{instance}, profile {profile}: growth with size: {NOT_ENOUGH}; found runs at "
+                               f"{int(sub['n_sizes'].max())} sizes spanning {np.nanmax(sub['span']):.1f}x.")
                 continue
             lo, hi = fit.iloc[0], fit.iloc[-1]
             out.append(f"{instance}, profile {profile}: {what} grows as pairs^{lo[f'{kind}_exponent']:.2f} for "
@@ -203,9 +200,10 @@ def _results(df, rates, sgm, growth, figs, rel) -> list[str]:
     out += ["## Growth with problem size", "",
             ("Exponents `b` of `time ≈ a·pairs^b` and `memory ≈ a'·pairs^b'` fitted on log-log axes over the "
              "found runs (peak memory above the worker's baseline):"), ""]
-    shown = growth[growth["n_sizes"] >= 2].drop(columns=["time_intercept", "memory_intercept"])
+    shown = growth[np.isfinite(growth["time_exponent"]) | np.isfinite(growth["memory_exponent"])]
+    shown = shown.drop(columns=["time_intercept", "memory_intercept"])
     out += [_table(shown.set_index(["instance", "profile", "formulation", "solver"]), ".2f")
-            if len(shown) else "(fewer than two sizes with found runs)", ""]
+            if len(shown) else f"({NOT_ENOUGH} for any method)", ""]
     for key, name in figs.items():
         if key[0] == "scaling":
             out += [f"![scaling {key[1]} {key[2]}]({rel}/{name})", ""]

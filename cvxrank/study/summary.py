@@ -158,22 +158,26 @@ def performance_profiles(df: pd.DataFrame, *, time: str = "wall_time", by=METHOD
     return pd.DataFrame(out, columns=["profile", *by, "tau", "fraction"])
 
 
-#: A growth exponent is reported only from at least this many distinct sizes ...
+#: A growth exponent is fitted only over at least this many distinct sizes ...
 MIN_SIZES = 3
-#: ... spanning at least this factor between the smallest and the largest.
+#: ... spanning at least this ratio (largest / smallest size): two sub-second sizes close together
+#: give exponents such as pairs^-0.85 that say nothing about growth.
 MIN_SPAN = 4.0
+#: What the report says instead of an exponent it does not fit.
+NOT_ENOUGH = f"not enough sizes (a fit needs >= {MIN_SIZES} sizes spanning >= {MIN_SPAN:g}x)"
 
 
 def _fit(x, y):
-    """``(slope, intercept, n_sizes, span)`` of the log-log fit; slope NaN without enough sizes."""
+    """Slope and intercept of log y on log x, the number of distinct sizes and their span; NaN slope
+    and intercept unless there are :data:`MIN_SIZES` sizes spanning :data:`MIN_SPAN`."""
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
     x, y = x[ok], y[ok]
-    sizes = np.unique(x)
-    span = float(sizes[-1] / sizes[0]) if sizes.size else np.nan
-    if sizes.size < MIN_SIZES or not span >= MIN_SPAN:
-        return np.nan, np.nan, int(sizes.size), span
+    n = int(np.unique(x).size)
+    span = float(x.max() / x.min()) if n else np.nan
+    if n < MIN_SIZES or span < MIN_SPAN:
+        return np.nan, np.nan, n, span
     slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
-    return float(slope), float(intercept), int(sizes.size), span
+    return float(slope), float(intercept), n, span
 
 
 def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall_time", found_only: bool = True,
@@ -181,19 +185,17 @@ def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall
     """Fitted exponents ``b`` of ``time ≈ a · size^b`` and ``memory ≈ a' · size^b'``.
 
     Least squares on ``log`` - ``log`` axes over the rows of each (instance,
-    profile, method) group (found rows only, by default). An exponent is
-    fitted only from at least :data:`MIN_SIZES` distinct sizes spanning at
-    least :data:`MIN_SPAN` times (NaN otherwise: two sub-second sizes once
-    gave "pairs^-0.85"). Memory is the ``peak_memory`` column (MiB above the
+    profile, method) group (found rows only, by default), with at least
+    :data:`MIN_SIZES` distinct sizes spanning at least :data:`MIN_SPAN` (largest
+    over smallest); other groups get NaN exponents. Memory is the ``peak_memory`` column (MiB above the
     worker's baseline); non-positive values are left out.
 
     Returns
     -------
     DataFrame
         Columns ``instance``, ``profile``, the ``by`` columns, ``n_sizes``,
-        ``span`` (largest over smallest size), ``time_exponent``,
-        ``time_intercept``, ``memory_exponent``, ``memory_intercept``
-        (intercepts of the natural-log fit).
+        ``span`` (largest over smallest size of the time fit), ``time_exponent``, ``time_intercept``, ``memory_exponent``,
+        ``memory_intercept`` (intercepts of the natural-log fit).
     """
     df = _check(df, (*by, time, size, "peak_memory"))
     if found_only:
@@ -204,9 +206,10 @@ def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall
         bt, at, n, span = _fit(x, pd.to_numeric(sub[time], errors="coerce").to_numpy(dtype=float))
         bm, am, _, _ = _fit(x, pd.to_numeric(sub["peak_memory"], errors="coerce").to_numpy(dtype=float))
         rows.append({**dict(zip(["instance", "profile", *by], key)), "n_sizes": n, "span": span,
-                     "time_exponent": bt, "time_intercept": at, "memory_exponent": bm, "memory_intercept": am})
-    return pd.DataFrame(rows, columns=["instance", "profile", *by, "n_sizes", "span", "time_exponent",
-                                       "time_intercept", "memory_exponent", "memory_intercept"])
+                     "time_exponent": bt,
+                     "time_intercept": at, "memory_exponent": bm, "memory_intercept": am})
+    return pd.DataFrame(rows, columns=["instance", "profile", *by, "n_sizes", "span", "time_exponent", "time_intercept",
+                                       "memory_exponent", "memory_intercept"])
 
 
 #: Columns that depend on the machine's speed and load, not on the computation.
