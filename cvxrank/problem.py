@@ -30,6 +30,7 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.objectives import hinge_objective, qp_objective
 from cvxrank.pairs import PairSet, count_pairs, make_pairs
+from cvxrank.variants import Variant
 
 __all__ = ["RankingProblem"]
 
@@ -51,6 +52,9 @@ class RankingProblem:
         ``λ`` of (9). ``λ = 1/2`` makes the two scales equal (``L = M``):
         that is the problem a QP with costs ``C`` states
         (:meth:`from_qp`).
+    variant : Variant, optional
+        Loss, margins, elastic net and bounds (:mod:`cvxrank.variants`);
+        default the papers' problem.
 
     Attributes
     ----------
@@ -70,7 +74,8 @@ class RankingProblem:
     True
     """
 
-    def __init__(self, data, *, costs: Costs | None = None, tau=None, mu=None, weights=None, lam: float = 0.5):
+    def __init__(self, data, *, costs: Costs | None = None, tau=None, mu=None, weights=None, lam: float = 0.5,
+                 variant: Variant | None = None):
         if isinstance(data, PairSet):
             self._pairs, self.data = data, data.data
         elif isinstance(data, RankingData):
@@ -81,6 +86,10 @@ class RankingProblem:
         if self.costs.weights is not None and self._pairs is None:
             raise ValidationError("explicit per-pair weights need the pairs they weigh: pass a PairSet")
         self.lam = check_lam(lam)
+        if variant is not None and not isinstance(variant, Variant):
+            raise ValidationError(f"variant must be a cvxrank.variants.Variant, got {type(variant).__name__}")
+        self.variant = Variant() if variant is None else variant
+        self.variant.check(self.data.n_features)
         self._weights = None
         if self._pairs is not None:
             self._weights = self.costs.pair_weights(self._pairs)  # validate now, against the pairs
@@ -132,11 +141,15 @@ class RankingProblem:
 
     # -- the two scales -------------------------------------------------------
     def hinge_objective(self, w) -> float:
-        """``L(w)`` of (9)."""
+        """``L(w)`` of (9) (of the variant, when one is set)."""
+        if not self.variant.is_default:
+            return 2.0 * self.lam * self.variant.qp_objective(self.pairs, w, self.C, self.lam)
         return hinge_objective(self.pairs, w, self.weights, self.lam)
 
     def qp_objective(self, w) -> float:
-        """``M(w)`` of (14) at the optimal slacks; ``L(w) = 2λ M(w)``."""
+        """``M(w)`` of (14) at the optimal slacks (of the variant, when one is set); ``L(w) = 2λ M(w)``."""
+        if not self.variant.is_default:
+            return self.variant.qp_objective(self.pairs, w, self.C, self.lam)
         return qp_objective(self.pairs, w, self.C)
 
     # -- variants -------------------------------------------------------------
@@ -151,11 +164,22 @@ class RankingProblem:
     def _copy(self, costs: Costs, lam: float) -> RankingProblem:
         new = RankingProblem.__new__(RankingProblem)
         new.data, new._pairs, new.costs, new.lam = self.data, self._pairs, costs, check_lam(lam)
+        new.variant = self.variant
         new._weights = self._weights if costs is self.costs else None
         if new._pairs is not None and new._weights is None:
             new._weights = costs.pair_weights(new._pairs)
         return new
 
+    def with_variant(self, variant: Variant) -> RankingProblem:
+        """The same data, costs and ``λ`` with another variant (loss, margins, ℓ1, bounds)."""
+        new = self._copy(self.costs, self.lam)
+        if not isinstance(variant, Variant):
+            raise ValidationError(f"variant must be a cvxrank.variants.Variant, got {type(variant).__name__}")
+        variant.check(self.n_features)
+        new.variant = variant
+        return new
+
     def __repr__(self) -> str:
+        extra = "" if self.variant.is_default else f", variant={self.variant!r}"
         return (f"RankingProblem(n_documents={self.data.n_documents}, n_pairs={self.n_pairs}, "
-                f"n_features={self.n_features}, lam={self.lam:g}, costs={self.costs!r})")
+                f"n_features={self.n_features}, lam={self.lam:g}, costs={self.costs!r}{extra})")

@@ -66,7 +66,8 @@ class SolveResult:
         The certified duality gap on each scale (``gap_L = 2λ gap_M``): upper
         bounds on ``L(w) − L(w*)`` and ``M(w) − M(w*)``.
     distance_bound : float
-        ``sqrt(2 gap_M)``: a proved bound on ``‖w − w*‖``.
+        ``sqrt(2 (gap_M + r))``: a proved bound on ``‖w − w*‖``, with ``r`` the float64
+        rounding of ``M`` and the dual value (``64 ε`` times their magnitudes).
     certificate : str
         What proves the gap: ``"duality gap"`` (a feasible point of the dual
         (18)-(19)) or ``"cutting-plane bound"`` (the dual of the native
@@ -178,6 +179,15 @@ class SolveResult:
         )
 
 
+def _distance_bound(M: float, gap_M: float) -> float:
+    """``sqrt(2 (gap_M + r))``: ``r = 64 ε (|M| + |M − gap_M|)`` covers the float64 rounding of the two sums,
+    so a gap computed as 0 (or a hair below) still proves only what rounding allows."""
+    if not math.isfinite(gap_M):
+        return math.inf
+    rounding = 64.0 * np.finfo(np.float64).eps * (abs(M) + abs(M - gap_M))
+    return math.sqrt(2.0 * (max(gap_M, 0.0) + rounding))
+
+
 def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_status: str, solver: str,
            version: str, tol: float, alphas=(), lower_bound: float | None = None, objective_L: float | None = None,
            iterations=None, setup_time=0.0, solve_time=0.0, solver_objective=float("nan"), primal_residual=0.0,
@@ -226,6 +236,8 @@ def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_
         raise ValueError(f"scale must be one of {sorted(SCALES)}, got {scale!r}")
     w = np.asarray(w, dtype=np.float64).ravel()
     lam = problem.lam
+    if not problem.variant.is_default:  # a solver's w may sit a rounding error outside the bounds
+        w = np.clip(w, *problem.variant.bounds(w.size))
     L = float(objective_L) if objective_L is not None else problem.hinge_objective(w)
     M = problem.qp_objective(w) if problem.has_pairs else L / (2.0 * lam)
     gap_L, kind, alpha, dual_residual = math.inf, "none", None, math.nan
@@ -233,7 +245,16 @@ def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_
         gap_L, kind = L - float(lower_bound), bound_name
         if extras is not None and "dual_residual" in extras:
             dual_residual = float(extras["dual_residual"])
-    if not gap_L <= tol * L and problem.has_pairs:
+    if not problem.variant.is_default:
+        # A variant's own dual (cvxrank.variants): the solver's duals and the optimality conditions' point.
+        from cvxrank.variants import variant_certificate
+
+        M, dual_M, alpha = variant_certificate(problem.variant, problem.pairs, problem.C, lam, w, alphas)
+        L = 2.0 * lam * M
+        gap_L, kind = 2.0 * lam * (M - dual_M), "duality gap (variant's dual)"
+        w_dual = problem.variant.primal_from_dual(problem.pairs, alpha, lam)
+        dual_residual = float(np.linalg.norm(w - w_dual) / max(1.0, float(np.linalg.norm(w))))
+    elif not gap_L <= tol * L and problem.has_pairs:
         cert = certify(problem.pairs, problem.C, w, alphas, target=tol * CERTIFY_HEADROOM)
         if 2.0 * lam * cert.gap < gap_L:
             gap_L, kind, alpha, dual_residual = 2.0 * lam * cert.gap, "duality gap", cert.alpha, cert.dual_residual
@@ -257,7 +278,7 @@ def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_
     return SolveResult(
         w=w, status=status, scale=scale, objective=objective, dual_objective=objective - gap, duality_gap=gap,
         relative_gap=rel, hinge_objective=L, qp_objective=M, gap_L=gap_L, gap_M=gap_M,
-        distance_bound=math.sqrt(2.0 * max(gap_M, 0.0)) if math.isfinite(gap_M) else math.inf, certificate=kind,
+        distance_bound=_distance_bound(M, gap_M), certificate=kind,
         stages=tuple(stages) if stages else (solver,), alpha=alpha, solver=solver, solver_version=version,
         formulation=formulation, solver_status=backend_status, solver_objective=float(solver_objective),
         iterations=iterations, setup_time=float(setup_time), solve_time=float(solve_time),

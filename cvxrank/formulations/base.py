@@ -13,7 +13,7 @@ from cvxrank.pairs import PairSet
 from cvxrank.problem import RankingProblem
 
 __all__ = ["COST_PARAMETRIZATIONS", "Formulation", "as_problem", "check_costs", "cost_parameters",
-           "proportional_scale"]
+           "papers_problem_only", "proportional_scale"]
 
 #: How the QP forms hold their per-pair costs ``C`` (see :func:`cost_parameters`).
 COST_PARAMETRIZATIONS = ("scale", "per_pair")
@@ -34,6 +34,13 @@ def check_costs(values, n_pairs: int, what: str = "C") -> np.ndarray:
     if np.any(arr < 0):
         raise ValidationError(f"{what} must be non-negative, found {arr.min():g}")
     return arr
+
+
+def papers_problem_only(ranking: RankingProblem, name: str) -> None:
+    """Refuse a variant in a formulation that states only the papers' problem."""
+    if not ranking.variant.is_default:
+        raise ValidationError(f"the {name} formulation states the papers' problem only; a variant "
+                              f"({ranking.variant!r}) compiles into the 'primal' and 'hinge' formulations")
 
 
 def as_problem(problem, C=None) -> tuple[RankingProblem, np.ndarray]:
@@ -159,13 +166,13 @@ class Formulation:
                        else float(params["scale"].value) * self.base_costs)
             lam = float(params["lam"].value)
             if r is None or lam != r.lam or not np.array_equal(weights, r.weights):
-                r = RankingProblem(self.pairs, weights=weights, lam=lam)
+                r = RankingProblem(self.pairs, weights=weights, lam=lam, variant=None if r is None else r.variant)
         else:
             C = (np.asarray(params["C"].value, dtype=np.float64) if "C" in params
                  else float(params["scale"].value) * self.base_costs)
             lam = 0.5 if r is None else r.lam
             if r is None or not np.array_equal(C, r.C):
-                r = RankingProblem(self.pairs, weights=2.0 * lam * C, lam=lam)
+                r = RankingProblem(self.pairs, weights=2.0 * lam * C, lam=lam, variant=None if r is None else r.variant)
         self._ranking = r
         return r
 
@@ -221,6 +228,10 @@ class Formulation:
         """
         weights = check_costs(weights, self.pairs.n_pairs, "weights")
         lam = check_lam(lam)
+        current = self.ranking
+        if current.variant.l1 > 0 and self.name != "hinge" and lam != current.lam:
+            raise ValidationError("an elastic-net variant holds rho = l1 / (2 lam) as a constant of the QP forms: "
+                                  "build the formulation again for another lam (or use the hinge form)")
         params = self.parameters
         if "lam" not in params:
             self.set_costs(weights / (2.0 * lam))
@@ -230,7 +241,8 @@ class Formulation:
             else:
                 params["scale"].value = self._scale_for(weights)
             params["lam"].value = lam
-        self._ranking = RankingProblem(self.pairs, weights=weights, lam=lam)
+        variant = None if self._ranking is None else self._ranking.variant
+        self._ranking = RankingProblem(self.pairs, weights=weights, lam=lam, variant=variant)
 
     def set_problem(self, problem: RankingProblem) -> None:
         """Write another problem's costs and ``λ`` (same pairs); the next solve reuses the compilation."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cvxpy as cp
 
-from cvxrank.formulations.base import Formulation, as_problem, cost_parameters
+from cvxrank.formulations.base import Formulation, as_problem, cost_parameters, papers_problem_only
 from cvxrank.pairs import PairSet
 
 __all__ = ["build_dual"]
@@ -41,6 +41,7 @@ def build_dual(problem, C=None, *, costs: str = "scale") -> Formulation:
         ``Σ α_i`` as an epigraph variable ``s`` (see the comment in the code).
     """
     ranking, C = as_problem(problem, C)
+    papers_problem_only(ranking, "dual")
     pairs = ranking.pairs
     params, base = cost_parameters(C, pairs.n_pairs, costs)
     alpha = cp.Variable(pairs.n_pairs, name="alpha")

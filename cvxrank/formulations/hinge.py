@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import cvxpy as cp
+import numpy as np
 
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations.base import Formulation, cost_parameters
@@ -59,16 +60,33 @@ def build_hinge(problem, weights=None, lam: float | None = None, *, costs: str =
     params["lam"] = lp
     w = cp.Variable(pairs.n_features, name="w")
     D = pairs.difference_matrix()
-    loss = cp.pos(1 - D @ w)
+    variant = ranking.variant
+    margin_constraint, slack = None, []
+    if variant.is_default:
+        loss = cp.pos(1 - D @ w)
+    else:
+        # Variants hold the shortfall as a slack with its margin constraint, whose duals (divided by
+        # 2λ) are the dual point of the variant's certificate (cvxrank.variants).
+        xi = cp.Variable(pairs.n_pairs, name="xi")
+        margin_constraint = D @ w + xi >= variant.margins(pairs)
+        slack = [margin_constraint, xi >= 0]
+        loss = cp.square(xi) if variant.loss == "squared_hinge" else xi
+    extra = variant.l1 * cp.norm1(w) if variant.l1 > 0 else 0  # ρ_L ‖w‖₁ on the scale of (9)
+    lo, hi = variant.bounds(pairs.n_features)
+    bounds = [w[np.flatnonzero(np.isfinite(b))] >= b[np.isfinite(b)] for b in [lo] if np.isfinite(b).any()]
+    bounds += [w[np.flatnonzero(np.isfinite(b))] <= b[np.isfinite(b)] for b in [hi] if np.isfinite(b).any()]
     if base is not None:
-        cvx = cp.Problem(cp.Minimize(params["scale"] * (base @ loss) + lp * cp.sum_squares(w)))
+        cvx = cp.Problem(cp.Minimize(params["scale"] * (base @ loss) + lp * cp.sum_squares(w) + extra),
+                         [*slack, *bounds])
         variables = {"w": w}
     else:
         # Epigraph of the weighted loss, as in primal.py: a per-pair parameter in the objective
         # would be densified by CVXPY into an ℓ x ℓ array.
         t = cp.Variable(name="t")
-        cvx = cp.Problem(cp.Minimize(t + lp * cp.sum_squares(w)), [params["weights"] @ loss <= t])
+        cvx = cp.Problem(cp.Minimize(t + lp * cp.sum_squares(w) + extra),
+                         [params["weights"] @ loss <= t, *slack, *bounds])
         variables = {"w": w, "t": t}
     return Formulation(
-        "hinge", cvx, variables, params, pairs, "(9) Cao et al. 2006 = (8) Xu et al. 2006", None, base, ranking,
+        "hinge", cvx, variables, params, pairs, "(9) Cao et al. 2006 = (8) Xu et al. 2006", margin_constraint, base,
+        ranking,
     )

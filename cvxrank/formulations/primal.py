@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import cvxpy as cp
+import numpy as np
 
-from cvxrank.formulations.base import Formulation, as_problem, cost_parameters
+from cvxrank.formulations.base import Formulation, as_problem, cost_parameters, papers_problem_only
 from cvxrank.pairs import PairSet
 
 __all__ = ["build_primal", "build_lifted_primal"]
 
 
-def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable):
+def _variant_terms(ranking, w):
+    """The variant's extra objective term (ℓ1 on the QP scale) and bound constraints on ``w``."""
+    v = ranking.variant
+    lo, hi = v.bounds(ranking.n_features)
+    constraints = []
+    if np.isfinite(lo).any():
+        idx = np.flatnonzero(np.isfinite(lo))
+        constraints.append(w[idx] >= lo[idx])
+    if np.isfinite(hi).any():
+        idx = np.flatnonzero(np.isfinite(hi))
+        constraints.append(w[idx] <= hi[idx])
+    term = (v.l1 / (2.0 * ranking.lam)) * cp.norm1(w) if v.l1 > 0 else 0
+    return term, constraints
+
+
+def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable, squared: bool = False):
     """``Σ C_i ξ_i`` as an objective term, with its extra variables and constraints.
 
     ``"scale"``: ``κ (c @ ξ)`` in the objective. ``"per_pair"``: the epigraph
@@ -20,10 +36,11 @@ def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable):
     stay sparse. Same problem, same optimum, both DPP.
     """
     params, base = cost_parameters(C, pairs.n_pairs, costs)
+    loss = cp.square(xi) if squared else xi
     if base is not None:
-        return params["scale"] * (base @ xi), {}, [], params, base
+        return params["scale"] * (base @ loss), {}, [], params, base
     t = cp.Variable(name="t")
-    return t, {"t": t}, [params["C"] @ xi <= t], params, None
+    return t, {"t": t}, [params["C"] @ loss <= t], params, None
 
 
 def build_primal(problem, C=None, *, costs: str = "scale") -> Formulation:
@@ -66,10 +83,13 @@ def build_primal(problem, C=None, *, costs: str = "scale") -> Formulation:
     pairs = ranking.pairs
     w = cp.Variable(pairs.n_features, name="w")
     xi = cp.Variable(pairs.n_pairs, name="xi")
-    term, extra, constraints, params, base = _cost_term(pairs, C, costs, xi)
+    term, extra, constraints, params, base = _cost_term(pairs, C, costs, xi,
+                                                        squared=ranking.variant.loss == "squared_hinge")
+    l1, bounds = _variant_terms(ranking, w)
     D = pairs.difference_matrix()
-    margin = D @ w + xi >= 1
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + term), [margin, xi >= 0, *constraints])
+    margin = D @ w + xi >= ranking.variant.margins(pairs)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + l1 + term),
+                         [margin, xi >= 0, *constraints, *bounds])
     return Formulation(
         "primal", problem, {"w": w, "xi": xi, **extra}, params, pairs,
         "(14) Cao et al. 2006 = (9) Xu et al. 2006", margin, base, ranking,
@@ -100,6 +120,7 @@ def build_lifted_primal(problem, C=None, *, costs: str = "scale") -> Formulation
         As in :func:`build_primal`.
     """
     ranking, C = as_problem(problem, C)
+    papers_problem_only(ranking, "lifted")
     pairs = ranking.pairs
     w = cp.Variable(pairs.n_features, name="w")
     s = cp.Variable(pairs.n_documents, name="s")

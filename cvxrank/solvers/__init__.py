@@ -125,6 +125,10 @@ def solve(problem, solver: str = "clarabel", *, tol: float | None = None, formul
         tol = spec.default_tol
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0 < tol < 1):
         raise ValidationError(f"tol must be a number in (0, 1), got {tol!r}")
+    if spec.kind == "native" and not ranking.variant.is_default:
+        raise SolverNotAvailableError(
+            f"the native solver {spec.name!r} solves the papers' problem only, not the variant "
+            f"{ranking.variant!r}; solvers that can: {', '.join(installed_cvxpy_solvers())}")
     if spec.kind == "native":
         name = form.name if form is not None else ("pairfree" if spec.pairfree else "hinge")
         if spec.pairfree:

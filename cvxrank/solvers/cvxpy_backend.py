@@ -87,6 +87,8 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     solve_time = stats.solve_time if stats.solve_time is not None else max(wall - setup, 0.0)
     w = formulation.recover_w()
     alpha = formulation.recover_alpha()
+    if alpha is not None and formulation.scale == "L":  # duals of the hinge form are on the scale of (9)
+        alpha = alpha / (2.0 * formulation.ranking.lam)
     extras = {"solver_stats": stats, "options": merged, "wall_time": wall}
     return finish(
         formulation.ranking, w, formulation=formulation.name, scale=formulation.scale, alphas=[alpha],

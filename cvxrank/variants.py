@@ -1,0 +1,205 @@
+"""Variants of the papers' problem: loss, margins, elastic net and bounds on ``w``, each certified.
+
+A :class:`Variant` extends the weighted hinge problem (9)/SIGIR to
+
+.. math::
+
+    \\min_{l \\le w \\le u}\\; L(w) = \\sum_i c_i\\, \\ell\\big(m_i - \\langle w, d_i \\rangle\\big)
+        + \\lambda \\|w\\|^2 + \\rho_L \\|w\\|_1,
+    \\qquad \\ell(t) = [t]_+ \\ \\text{(hinge)} \\ \\text{or}\\ [t]_+^2 \\ \\text{(squared hinge)},
+
+with per-pair margins ``m_i`` (1 in the papers; the grade or gain difference of the pair), an
+ℓ1 weight ``ρ_L`` (elastic net) and bounds ``l ≤ w ≤ u`` (non-negative or monotone features).
+The default variant is the papers' problem. On the QP scale ``M = L / (2λ)``, with
+``C_i = c_i / (2λ)`` and ``ρ = ρ_L / (2λ)``,
+
+.. math:: M(w) = \\varphi(w) + \\sum_i C_i\\, \\ell(m_i - \\langle w, d_i \\rangle), \\qquad
+          \\varphi(w) = \\tfrac12 \\|w\\|^2 + \\rho \\|w\\|_1 + I_{[l, u]}(w).
+
+**The dual of every variant.** Writing ``C_i ℓ(t) = sup_α (α t − h_i(α))`` with
+``h_i = I_{[0, C_i]}`` (hinge) or ``h_i(α) = α² / (4 C_i)`` on ``α ≥ 0`` (squared hinge), weak
+duality gives, for every such ``α``,
+
+.. math:: M(w^*) \\ge D(\\alpha) = \\sum_i \\big(m_i \\alpha_i - h_i(\\alpha_i)\\big) - \\varphi^*(D^\\top \\alpha),
+          \\qquad \\varphi^*(v) = \\sum_j \\big(v_j u_j - \\tfrac12 u_j^2 - \\rho |u_j|\\big),\\
+          u_j = \\operatorname{clip}\\big(S_\\rho(v_j), l_j, u_j\\big),
+
+``S_ρ`` the soft threshold (the maximiser of a concave one-dimensional function over an
+interval is its unconstrained maximiser clipped to the interval). With ``m = 1``, ``ρ = 0`` and
+no bounds it is the dual (18)-(19). ``φ`` is 1-strongly convex, so ``‖w − w*‖ ≤ sqrt(2 gap_M)``
+for every variant. The dual point of a ``w`` is read off the optimality conditions
+(``α_i = C_i [m_i > <w, d_i>]`` for the hinge, ``α_i = 2 C_i [m_i − <w, d_i>]_+`` for the squared
+hinge), or taken from a solver's constraint duals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cvxrank.exceptions import ValidationError
+from cvxrank.pairs import PairSet
+
+__all__ = ["LOSSES", "MARGINS", "Variant", "variant_certificate"]
+
+#: Losses of a pair's margin shortfall ``t = m_i − <w, d_i>``.
+LOSSES = ("hinge", "squared_hinge")
+#: Built-in margin rescalings (besides 1 and an explicit per-pair vector).
+MARGINS = ("grade_difference", "gain_difference")
+
+
+def _bound(value, n: int, what: str, default: float) -> np.ndarray:
+    if value is None:
+        return np.full(n, default)
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{what} must be numbers, got {type(value).__name__}") from None
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ValidationError(f"{what} must be one number or one per feature ({n}), got shape {arr.shape}")
+    if np.isnan(arr).any():
+        raise ValidationError(f"{what} has a NaN")
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Variant:
+    """A variant of the weighted hinge problem (9) (module docstring); the default is the papers'.
+
+    Parameters
+    ----------
+    loss : {"hinge", "squared_hinge"}, default "hinge"
+        ``[t]_+`` (the papers) or ``[t]_+²`` (the L2 loss of LIBLINEAR's rank SVM).
+    margin : None, "grade_difference", "gain_difference" or array of shape (n_pairs,)
+        Required margin ``m_i`` of each pair: 1 (the papers), the grade difference
+        ``y_better − y_worse``, the gain difference ``2^{y_better} − 2^{y_worse}``, or given.
+    l1 : float, default 0
+        ``ρ_L`` of the elastic net, on the scale of (9): ``L`` gains ``ρ_L ‖w‖₁``.
+    lower, upper : None, float or array of shape (n_features,)
+        Bounds on ``w`` (e.g. ``lower=0`` for non-negative weights).
+
+    Examples
+    --------
+    >>> Variant(loss="squared_hinge", l1=0.1, lower=0.0).is_default
+    False
+    """
+
+    loss: str = "hinge"
+    margin: object = None
+    l1: float = 0.0
+    lower: object = None
+    upper: object = None
+
+    def __post_init__(self):
+        if self.loss not in LOSSES:
+            raise ValidationError(f"unknown loss {self.loss!r}; choose one of {', '.join(LOSSES)}")
+        if isinstance(self.margin, str) and self.margin not in MARGINS:
+            raise ValidationError(f"unknown margin {self.margin!r}; choose one of {', '.join(MARGINS)}, "
+                                  "None or one number per pair")
+        if isinstance(self.l1, bool) or not isinstance(self.l1, (int, float, np.floating)) \
+                or not np.isfinite(self.l1) or self.l1 < 0:
+            raise ValidationError(f"l1 must be a non-negative number, got {self.l1!r}")
+
+    @property
+    def is_default(self) -> bool:
+        """True for the papers' problem (hinge, margin 1, no ℓ1, no bounds)."""
+        return (self.loss == "hinge" and self.margin is None and self.l1 == 0
+                and self.lower is None and self.upper is None)
+
+    # -- per-problem values ------------------------------------------------------
+    def margins(self, pairs: PairSet) -> np.ndarray:
+        """``m_i`` of every pair."""
+        if self.margin is None:
+            return np.ones(pairs.n_pairs)
+        if isinstance(self.margin, str):
+            y = np.asarray(pairs.data.y, dtype=np.float64)
+            hi, lo = y[pairs.better], y[pairs.worse]
+            m = hi - lo if self.margin == "grade_difference" else np.exp2(hi) - np.exp2(lo)
+            if pairs.source != "grades" or np.any(m <= 0):
+                raise ValidationError(f"margin={self.margin!r} needs pairs formed from grades "
+                                      "(better grade first); give margins per pair instead")
+            return m
+        m = np.asarray(self.margin, dtype=np.float64)
+        if m.shape != (pairs.n_pairs,) or not np.all(np.isfinite(m)) or np.any(m < 0):
+            raise ValidationError(f"margin must be {pairs.n_pairs} non-negative finite numbers, got shape {m.shape}")
+        return m
+
+    def bounds(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(l, u)`` of every feature (``±inf`` where unbounded)."""
+        lo = _bound(self.lower, n_features, "lower", -np.inf)
+        hi = _bound(self.upper, n_features, "upper", np.inf)
+        if np.any(lo > hi):
+            raise ValidationError("a lower bound exceeds its upper bound: the problem is infeasible")
+        if np.any(lo > 0) or np.any(hi < 0):
+            raise ValidationError("the bounds must allow w = 0 (lower <= 0 <= upper)")
+        return lo, hi
+
+    def check(self, n_features: int) -> None:
+        """Validate the bounds against the number of features."""
+        self.bounds(n_features)
+
+    # -- objectives (QP scale M) -------------------------------------------------
+    def shortfall(self, pairs: PairSet, w) -> np.ndarray:
+        """``[m_i − <w, d_i>]_+`` of every pair."""
+        return np.maximum(0.0, self.margins(pairs) - pairs.margins(w))
+
+    def qp_objective(self, pairs: PairSet, w, C, lam: float) -> float:
+        """``M(w)`` (``+inf`` outside the bounds)."""
+        w = np.asarray(w, dtype=np.float64)
+        lo, hi = self.bounds(w.size)
+        if np.any(w < lo) or np.any(w > hi):
+            return np.inf
+        t = self.shortfall(pairs, w)
+        loss = t if self.loss == "hinge" else t * t
+        rho = self.l1 / (2.0 * lam)
+        return float(0.5 * w @ w + rho * np.abs(w).sum() + np.dot(C, loss))
+
+    def dual_objective(self, pairs: PairSet, alpha, C, lam: float) -> float:
+        """``D(α)`` of the module docstring (a lower bound on ``M(w*)`` for every feasible ``α``)."""
+        alpha = np.asarray(alpha, dtype=np.float64)
+        m = self.margins(pairs)
+        if self.loss == "hinge":
+            h = 0.0
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                h = float(np.sum(np.where(C > 0, alpha * alpha / (4.0 * np.where(C > 0, C, 1.0)),
+                                          np.where(alpha > 0, np.inf, 0.0))))
+        v = pairs.rmatvec(alpha)
+        rho = self.l1 / (2.0 * lam)
+        lo, hi = self.bounds(v.size)
+        u = np.clip(np.sign(v) * np.maximum(np.abs(v) - rho, 0.0), lo, hi)
+        conj = float(np.sum(v * u - 0.5 * u * u - rho * np.abs(u)))
+        return float(np.dot(m, alpha) - h - conj)
+
+    def primal_from_dual(self, pairs: PairSet, alpha, lam: float) -> np.ndarray:
+        """The ``w`` that attains ``φ*(Dᵀα)``: ``clip(S_ρ(Dᵀα), l, u)`` (for ``(16)`` when ``ρ = 0``, no bounds)."""
+        v = pairs.rmatvec(np.asarray(alpha, dtype=np.float64))
+        lo, hi = self.bounds(v.size)
+        rho = self.l1 / (2.0 * lam)
+        return np.clip(np.sign(v) * np.maximum(np.abs(v) - rho, 0.0), lo, hi)
+
+    def kkt_alpha(self, pairs: PairSet, w, C) -> np.ndarray:
+        """The dual point the optimality conditions give at ``w``."""
+        t = self.margins(pairs) - pairs.margins(w)
+        if self.loss == "hinge":
+            return np.where(t > 0, C, 0.0)
+        return 2.0 * C * np.maximum(t, 0.0)
+
+    def clip_alpha(self, alpha, C) -> np.ndarray:
+        """A candidate ``α`` made dual-feasible."""
+        alpha = np.maximum(np.asarray(alpha, dtype=np.float64), 0.0)
+        return np.minimum(alpha, C) if self.loss == "hinge" else np.where(C > 0, alpha, 0.0)
+
+
+def variant_certificate(variant: Variant, pairs: PairSet, C, lam: float, w, alphas=()):
+    """``(M(w), best D(α), α)`` over the candidates: the ``alphas`` given (clipped) and the KKT point."""
+    C = np.asarray(C, dtype=np.float64)
+    primal = variant.qp_objective(pairs, w, C, lam)
+    candidates = [variant.clip_alpha(a, C) for a in alphas if a is not None]
+    candidates.append(variant.kkt_alpha(pairs, w, C))
+    values = [variant.dual_objective(pairs, a, C, lam) for a in candidates]
+    best = int(np.argmax(values))
+    return primal, values[best], candidates[best]

@@ -1,0 +1,129 @@
+"""Variants of the papers' problem (cvxrank.variants): each against an independent CVXPY problem
+written here from the raw data, with τ and μ, for every installed solver; the certificate's
+distance bound holds against that high-precision reference."""
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxrank as cr
+from cvxrank.exceptions import InaccurateSolutionWarning, SolverNotAvailableError, ValidationError
+from cvxrank.variants import Variant
+from tests.conftest import CORE_CVXPY
+
+TAU = {(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}
+VARIANTS = {
+    "squared_hinge": Variant(loss="squared_hinge"),
+    "grade_margin": Variant(margin="grade_difference"),
+    "gain_margin": Variant(margin="gain_difference"),
+    "elastic_net": Variant(l1=0.5),
+    "nonnegative": Variant(lower=0.0),
+    "all_at_once": Variant(loss="squared_hinge", margin="grade_difference", l1=0.3, lower=[0, -1, -1, -1],
+                           upper=2.0),
+}
+
+
+def reference(data, variant, lam):
+    """The variant written from the raw data: pairs by brute force, (9) with its loss, margins, ℓ1, bounds."""
+    X, y, qid = np.asarray(data.X), data.y, data.qid
+    rows, cost, margin = [], [], []
+    per_query = {q: sum(1 for i in np.flatnonzero(qid == q) for j in np.flatnonzero(qid == q) if y[i] > y[j])
+                 for q in np.unique(qid)}
+    top = max(per_query.values())
+    for q in np.unique(qid):
+        idx = np.flatnonzero(qid == q)
+        for i in idx:
+            for j in idx:
+                if y[i] > y[j]:
+                    rows.append(X[i] - X[j])
+                    cost.append(TAU[(y[i].item(), y[j].item())] * top / per_query[q])
+                    margin.append({None: 1.0, "grade_difference": y[i] - y[j],
+                                   "gain_difference": 2.0 ** y[i] - 2.0 ** y[j]}[variant.margin])
+    D, c, m = np.array(rows), np.array(cost), np.array(margin, dtype=float)
+    w = cp.Variable(D.shape[1])
+    t = cp.pos(m - D @ w)
+    loss = c @ (cp.square(t) if variant.loss == "squared_hinge" else t)
+    constraints = []
+    if variant.lower is not None:
+        constraints.append(w >= variant.lower)
+    if variant.upper is not None:
+        constraints.append(w <= variant.upper)
+    prob = cp.Problem(cp.Minimize(loss + lam * cp.sum_squares(w) + variant.l1 * cp.norm1(w)), constraints)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "may be inaccurate": its value is recomputed below
+        prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    lo = -np.inf if variant.lower is None else variant.lower
+    hi = np.inf if variant.upper is None else variant.upper
+    w_ref = np.clip(np.asarray(w.value), lo, hi)  # feasible
+    s = np.maximum(m - D @ w_ref, 0.0)
+    L_ref = float(c @ (s * s if variant.loss == "squared_hinge" else s) + lam * w_ref @ w_ref
+                  + variant.l1 * np.abs(w_ref).sum())  # L at a feasible point: an upper bound on L*
+    return w_ref, L_ref
+
+
+@pytest.fixture(scope="module")
+def data():
+    return cr.make_ranking(n_queries=5, docs_per_query=(5, 9), n_features=4, random_state=3)
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def case(request, data):
+    variant = VARIANTS[request.param]
+    lam = 0.2
+    problem = cr.RankingProblem(data, tau=TAU, mu="balanced", lam=lam, variant=variant)
+    ref = cr.solve(problem, "clarabel")
+    assert ref.status == "optimal", ref
+    return request.param, problem, ref, reference(data, variant, lam)
+
+
+@pytest.mark.parametrize("form", ["primal", "hinge"])
+@pytest.mark.parametrize("solver", CORE_CVXPY)
+def test_variant_agrees_with_an_independent_cvxpy_problem_within_its_certificate(case, form, solver):
+    name, problem, ref, (w_ind, L_ind) = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        res = cr.solve(cr.build(problem, formulation=form), solver)
+    # the objective as stated: recomputed here from the independent problem's terms at res.w
+    assert res.hinge_objective == pytest.approx(2 * problem.lam * res.qp_objective, rel=1e-12)
+    # the certificate's lower bound never exceeds the independent optimum (soundness) ...
+    L_lower = res.hinge_objective - res.gap_L
+    assert L_lower <= L_ind * (1 + 1e-9) + 1e-12
+    if res.status != "optimal":  # honest: e.g. OSQP stalls with bounds; its gap really is above tol
+        assert res.relative_gap > res.tol
+        return
+    # ... and the proved distance holds against the independent point: L is 2λ-strongly convex, so
+    # ‖w_ind − w*‖² ≤ (L(w_ind) − L*)/λ ≤ (L(w_ind) − L_lower)/λ, a bound proved without trusting w_ind.
+    rounding = 64 * np.finfo(float).eps * (abs(L_ind) + abs(L_lower))
+    ind_bound = np.sqrt((max(L_ind - L_lower, 0.0) + rounding) / problem.lam)
+    assert np.linalg.norm(res.w - w_ind) <= res.distance_bound + ind_bound
+    assert res.hinge_objective - L_ind <= res.gap_L * (1 + 1e-9) + 1e-12 * L_ind
+
+
+def test_default_variant_is_the_papers_problem(data):
+    a = cr.solve(cr.RankingProblem(data, tau=TAU, lam=0.2), "clarabel")
+    b = cr.solve(cr.RankingProblem(data, tau=TAU, lam=0.2, variant=Variant()), "clarabel")
+    assert np.array_equal(a.w, b.w) and a.certificate == b.certificate == "duality gap"
+
+
+def test_variants_are_refused_where_they_cannot_compile(data):
+    problem = cr.RankingProblem(data, lam=0.2, variant=Variant(l1=0.1))
+    for form in ("lifted", "dual"):
+        with pytest.raises(ValidationError, match="compiles into the 'primal' and 'hinge'"):
+            cr.build(problem, formulation=form)
+    with pytest.raises(SolverNotAvailableError, match="papers' problem only.*solvers that can: .*clarabel"):
+        cr.solve(problem, "cutting_plane")
+    assert cr.build(problem).name == "primal"  # auto picks a form that can
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"loss": "logistic"}, "unknown loss"),
+    ({"margin": "rank"}, "unknown margin"),
+    ({"l1": -1.0}, "l1 must be"),
+    ({"lower": 1.0}, "allow w = 0"),
+    ({"lower": [0.0, 0.0]}, "one per feature"),
+])
+def test_bad_variants(data, kwargs, match):
+    with pytest.raises(ValidationError, match=match):
+        cr.RankingProblem(data, lam=0.2, variant=Variant(**kwargs))
