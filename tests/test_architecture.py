@@ -19,6 +19,7 @@ LAYERS = [
     {"data", "metrics"},
     {"datasets", "pairs", "evaluation"},
     {"costs", "objectives"},
+    {"variants"},
     {"problem"},
     {"certificate"},
     {"solution"},
