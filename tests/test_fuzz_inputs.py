@@ -17,6 +17,7 @@ The long run (docs/reliability.md)::
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -523,6 +524,7 @@ def model_mutations(draw):
 
 def _apply(doc, edits) -> None:
     for where, action, key, value in edits:
+        value = copy.deepcopy(value)  # one drawn object placed twice could make the document contain itself
         target = doc if where == "top" else doc.get(where)
         if not isinstance(target, dict):
             continue
