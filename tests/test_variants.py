@@ -127,3 +127,37 @@ def test_variants_are_refused_where_they_cannot_compile(data):
 def test_bad_variants(data, kwargs, match):
     with pytest.raises(ValidationError, match=match):
         cr.RankingProblem(data, lam=0.2, variant=Variant(**kwargs))
+
+
+def test_estimators_take_a_variant_and_model_files_keep_it(data, tmp_path):
+    from cvxrank.estimators import RankSVMIR, load_model
+
+    params = dict(loss="squared_hinge", margin="grade_difference", l1=0.3, lower=0.0)
+    model = RankSVMIR(tau=TAU, mu="balanced", lam=0.2, **params).fit(data)
+    direct = cr.solve(cr.RankingProblem(data, tau=TAU, mu="balanced", lam=0.2, variant=Variant(**params)), "clarabel")
+    assert model.result_.status == "optimal" and model.result_.solver == "clarabel"  # auto: not the pair-free solver
+    assert np.linalg.norm(model.coef_ - direct.w) <= model.result_.distance_bound + direct.distance_bound
+    assert np.all(model.coef_ >= 0)
+    model.save(tmp_path / "m.json")
+    back = load_model(tmp_path / "m.json")
+    assert back.get_params()["loss"] == "squared_hinge" and back.get_params()["lower"] == 0.0
+    assert np.array_equal(back.coef_, model.coef_)
+    with pytest.raises(ValidationError, match="unknown loss"):
+        RankSVMIR(tau=TAU, loss="logistic").fit(data)
+
+
+def test_cli_fit_takes_a_variant(data, tmp_path, capsys):
+    import json
+
+    from cvxrank.cli import main
+    from cvxrank.data import save_letor
+
+    d = cr.RankingData(np.asarray(data.X), data.y, np.asarray(data.qid, dtype=int))
+    save_letor(d, tmp_path / "t.letor")
+    assert main(["fit", str(tmp_path / "t.letor"), "--model", str(tmp_path / "m.json"), "--loss", "squared_hinge",
+                 "--lower", "0", "--l1", "0.1"]) == 0
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["params"]["loss"] == "squared_hinge" and doc["params"]["lower"] == 0.0
+    assert min(doc["coef"]) >= 0 and "status optimal" in capsys.readouterr().out
+    assert main(["fit", str(tmp_path / "t.letor"), "--model", str(tmp_path / "l.json"), "--method", "listmle",
+                 "--loss", "squared_hinge"]) == 2  # listwise methods take no pairwise variant: one line, exit 2

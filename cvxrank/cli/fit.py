@@ -40,6 +40,13 @@ def add_ranker_arguments(parser) -> None:
                         help="query weights: none or balanced (10); default balanced for rsvm-ir-qp/-query/-gd; "
                              "ranksvm, cs-ranksvm and rsvm-ir-rank take none")
     parser.add_argument("--pcf", type=float, help="cs-rglist: penalty base pCf >= 1 (U = pCf^grade; default 3)")
+    parser.add_argument("--loss", choices=("hinge", "squared_hinge"),
+                        help="pairwise methods: the loss of a pair's margin shortfall (default hinge, the papers')")
+    parser.add_argument("--margin", choices=("grade_difference", "gain_difference"),
+                        help="pairwise methods: rescale each pair's margin (default 1, the papers')")
+    parser.add_argument("--l1", type=float, help="pairwise methods: elastic-net weight on ||w||_1 (default 0)")
+    parser.add_argument("--lower", type=float, help="pairwise methods: lower bound on every weight, e.g. 0")
+    parser.add_argument("--upper", type=float, help="pairwise methods: upper bound on every weight")
     parser.add_argument("--solver", help="any solver of cvxrank.available_solvers() (default auto)")
     parser.add_argument("--formulation", help="auto (default), primal, lifted, dual or hinge")
     parser.add_argument("--tol", type=float, help="certified relative duality gap (default 1e-6)")
@@ -51,7 +58,8 @@ def ranker_params(args) -> dict:
     """The estimator parameters the options of :func:`add_ranker_arguments` give (unset ones omitted)."""
     params = {"lam": args.lam, "C": args.C, "tau": parse_tau(args.tau), "pcf": args.pcf, "solver": args.solver,
               "formulation": args.formulation, "tol": args.tol, "max_iter": args.max_iter,
-              "random_state": args.seed}
+              "random_state": args.seed, "loss": args.loss, "margin": args.margin, "l1": args.l1,
+              "lower": args.lower, "upper": args.upper}
     params = {k: v for k, v in params.items() if v is not None}
     if args.mu is not None:
         params["mu"] = parse_mu(args.mu)  # None ("none") is a value here, not "unset"

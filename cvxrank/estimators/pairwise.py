@@ -31,6 +31,7 @@ from cvxrank.pairs import count_pairs, make_pairs
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import available_solvers, solve, solve_with_fallback
 from cvxrank.solvers.registry import max_iter_options
+from cvxrank.variants import Variant
 
 __all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS", "tau_table"]
 
@@ -73,10 +74,17 @@ class _PairwiseRanker(BaseRanker):
         if not isinstance(self.score_k, numbers.Integral) or self.score_k < 1:
             raise ValidationError(f"score_k must be a positive integer, got {self.score_k!r}")
 
+    def _variant(self) -> Variant:
+        return Variant(loss=getattr(self, "loss", "hinge"), margin=getattr(self, "margin", None),
+                       l1=getattr(self, "l1", 0.0), lower=getattr(self, "lower", None),
+                       upper=getattr(self, "upper", None))
+
     def _solver_name(self, data) -> str:
         solver = str(self.solver).lower()
         if solver != "auto":
             return solver
+        if not self._variant().is_default:
+            return "clarabel"  # the pair-free solver states the papers' problem only
         if "cutting_plane" in available_solvers() and self.formulation == "auto" \
                 and int(count_pairs(data).sum()) >= AUTO_PAIRFREE_PAIRS:
             return "cutting_plane"
@@ -111,7 +119,8 @@ class _PairwiseRanker(BaseRanker):
         lam = resolve_lam(self.lam, self.C)
         costs = Costs(*self._costs(data))
         solver = self._solver_name(data)
-        result = self._solve(RankingProblem(data, costs=costs, lam=lam), solver, self._options(solver))
+        problem = RankingProblem(data, costs=costs, lam=lam, variant=self._variant())
+        result = self._solve(problem, solver, self._options(solver))
         return self._set_fitted(result, data, lam, costs.tau)
 
     def _solve(self, problem: RankingProblem, solver: str, options: dict):
@@ -169,6 +178,8 @@ class _PairwiseRanker(BaseRanker):
         data = as_ranking_data(X, y, qid, estimator=proto)
         solver = proto._solver_name(data)
         costs = Costs(*proto._costs(data))
+        if not proto._variant().is_default:  # paths re-solve the papers' problem only
+            return [clone(proto).set_params(lam=v).fit(data) for v in lams]
         if solver == "cutting_plane":
             problem = RankingProblem(data, costs=costs, lam=lams[0])
             options, models = proto._options(solver), []
@@ -190,6 +201,12 @@ _COMMON_DOC = """
         ``λ`` of the hinge form (9)/SIGIR (default 1 when ``C`` is not given either).
     C : float, optional
         The QP cost of Ranking SVM (6)/ECML instead of ``lam``: ``λ = 1/(2C)``.
+    loss, margin, l1, lower, upper : optional
+        A variant of the problem (:class:`cvxrank.variants.Variant`):
+        ``loss="squared_hinge"``, margins rescaled by ``"grade_difference"`` or
+        ``"gain_difference"``, an elastic-net weight ``l1`` and bounds on ``w``.
+        Default: the papers' problem. A variant is solved by a CVXPY solver on
+        the primal or hinge formulation and certified by its own dual.
     formulation : {"auto", "primal", "lifted", "dual", "hinge"}, default "auto"
         Which CVXPY problem to solve (:func:`cvxrank.formulations.build`).
     solver : str, default "auto"
@@ -245,9 +262,15 @@ class RankSVM(_PairwiseRanker):
     ('optimal', 0.996)
     """
 
-    def __init__(self, *, lam=None, C=None, formulation="auto", solver="auto", tol=None, max_iter=None,
-                 random_state=None, solver_options=None, score_k=10):
+    def __init__(self, *, lam=None, C=None, loss="hinge", margin=None, l1=0.0, lower=None, upper=None,
+                 formulation="auto", solver="auto", tol=None, max_iter=None, random_state=None, solver_options=None,
+                 score_k=10):
         self.lam = lam
+        self.loss = loss
+        self.margin = margin
+        self.l1 = l1
+        self.lower = lower
+        self.upper = upper
         self.C = C
         self.formulation = formulation
         self.solver = solver
@@ -287,9 +310,15 @@ class CostSensitiveRankSVM(_PairwiseRanker):
     'optimal'
     """
 
-    def __init__(self, *, tau="estimate", tau_swaps=100, lam=None, C=None, formulation="auto", solver="auto",
-                 tol=None, max_iter=None, random_state=None, solver_options=None, score_k=10):
+    def __init__(self, *, tau="estimate", tau_swaps=100, lam=None, C=None, loss="hinge", margin=None, l1=0.0,
+                 lower=None, upper=None, formulation="auto", solver="auto", tol=None, max_iter=None,
+                 random_state=None, solver_options=None, score_k=10):
         self.tau = tau
+        self.loss = loss
+        self.margin = margin
+        self.l1 = l1
+        self.lower = lower
+        self.upper = upper
         self.tau_swaps = tau_swaps
         self.lam = lam
         self.C = C
@@ -347,10 +376,16 @@ class RankSVMIR(_PairwiseRanker):
     """
 
     def __init__(self, *, tau="estimate", mu="balanced", variant="both", optimizer="qp", learning_rate=None,
-                 tau_swaps=100, lam=None, C=None, formulation="auto", solver="auto", tol=None, max_iter=None,
-                 random_state=None, solver_options=None, score_k=10):
+                 tau_swaps=100, lam=None, C=None, loss="hinge", margin=None, l1=0.0, lower=None, upper=None,
+                 formulation="auto", solver="auto", tol=None, max_iter=None, random_state=None, solver_options=None,
+                 score_k=10):
         self.tau = tau
         self.mu = mu
+        self.loss = loss
+        self.margin = margin
+        self.l1 = l1
+        self.lower = lower
+        self.upper = upper
         self.variant = variant
         self.optimizer = optimizer
         self.learning_rate = learning_rate
