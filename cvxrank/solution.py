@@ -23,7 +23,7 @@ from cvxrank.certificate import certify
 from cvxrank.exceptions import InaccurateSolutionWarning
 from cvxrank.problem import RankingProblem
 
-__all__ = ["CERTIFY_HEADROOM", "SCALES", "SolveResult", "finish"]
+__all__ = ["CERTIFY_HEADROOM", "SCALES", "SolveResult", "finish", "infeasible"]
 
 #: The certificate of every solve stops refining its dual point once it proves a relative gap of
 #: ``tol x CERTIFY_HEADROOM``, that is, once it proves the status. A solver's own constraint duals
@@ -191,7 +191,8 @@ def _distance_bound(M: float, gap_M: float) -> float:
 def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_status: str, solver: str,
            version: str, tol: float, alphas=(), lower_bound: float | None = None, objective_L: float | None = None,
            iterations=None, setup_time=0.0, solve_time=0.0, solver_objective=float("nan"), primal_residual=0.0,
-           extras=None, history=None, stages=None, bound_name: str = "cutting-plane bound") -> SolveResult:
+           extras=None, history=None, stages=None, bound_name: str = "cutting-plane bound",
+           affine=()) -> SolveResult:
     """Certify ``w`` for ``problem`` and build the :class:`SolveResult`.
 
     Parameters
@@ -249,9 +250,11 @@ def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_
         # A variant's own dual (cvxrank.variants): the solver's duals and the optimality conditions' point.
         from cvxrank.variants import variant_certificate
 
-        M, dual_M, alpha = variant_certificate(problem.variant, problem.pairs, problem.C, lam, w, alphas)
+        M, dual_M, alpha = variant_certificate(problem.variant, problem.pairs, problem.C, lam, w, alphas, affine)
         L = 2.0 * lam * M
-        gap_L, kind = 2.0 * lam * (M - dual_M), "duality gap (variant's dual)"
+        gap_L = 2.0 * lam * (M - dual_M)
+        kind = ("Lagrangian dual (user constraints; for points as feasible as w)" if problem.variant.constraints
+                else "duality gap (variant's dual)")
         w_dual = problem.variant.primal_from_dual(problem.pairs, alpha, lam)
         dual_residual = float(np.linalg.norm(w - w_dual) / max(1.0, float(np.linalg.norm(w))))
     elif not gap_L <= tol * L and problem.has_pairs:
@@ -284,4 +287,22 @@ def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_
         iterations=iterations, setup_time=float(setup_time), solve_time=float(solve_time),
         certify_time=time.perf_counter() - start, primal_residual=float(primal_residual),
         dual_residual=dual_residual, lam=lam, tol=tol, extras=extras or {}, history=history,
+    )
+
+
+def infeasible(problem: RankingProblem, *, formulation: str, scale: str, solver: str, version: str, tol: float,
+               solver_status: str, setup_time=0.0, solve_time=0.0, extras=None) -> SolveResult:
+    """The result of a problem whose own constraints admit no ``w``: status ``"infeasible"``, no ``w``.
+
+    Only a variant's user constraints can make the problem infeasible (the papers' problem always
+    has solutions); ``w`` and every objective are NaN, so nothing downstream mistakes it for a solution.
+    """
+    nan = math.nan
+    return SolveResult(
+        w=np.full(problem.n_features, nan), status="infeasible", scale=scale, objective=nan, dual_objective=nan,
+        duality_gap=nan, relative_gap=nan, hinge_objective=nan, qp_objective=nan, gap_L=nan, gap_M=nan,
+        distance_bound=math.inf, certificate="none", stages=(solver,), alpha=None, solver=solver,
+        solver_version=version, formulation=formulation, solver_status=solver_status, solver_objective=nan,
+        iterations=None, setup_time=float(setup_time), solve_time=float(solve_time), certify_time=0.0,
+        primal_residual=nan, dual_residual=nan, lam=problem.lam, tol=tol, extras=extras or {},
     )

@@ -80,6 +80,13 @@ class Variant:
         ``ρ_L`` of the elastic net, on the scale of (9): ``L`` gains ``ρ_L ‖w‖₁``.
     lower, upper : None, float or array of shape (n_features,)
         Bounds on ``w`` (e.g. ``lower=0`` for non-negative weights).
+    constraints : callable, optional
+        ``constraints(w) -> list`` of CVXPY constraints on the variable ``w``
+        (e.g. ``lambda w: [w[0] >= w[1]]``). Only affine constraints are
+        certified: the certificate is the Lagrangian dual value at the
+        solver's constraint duals (module docstring), valid for points as
+        feasible as the returned ``w`` (its violation is the solution's
+        ``primal_residual``).
 
     Examples
     --------
@@ -92,6 +99,7 @@ class Variant:
     l1: float = 0.0
     lower: object = None
     upper: object = None
+    constraints: object = None
 
     def __post_init__(self):
         if self.loss not in LOSSES:
@@ -99,6 +107,8 @@ class Variant:
         if isinstance(self.margin, str) and self.margin not in MARGINS:
             raise ValidationError(f"unknown margin {self.margin!r}; choose one of {', '.join(MARGINS)}, "
                                   "None or one number per pair")
+        if self.constraints is not None and not callable(self.constraints):
+            raise ValidationError("constraints must be a function w -> list of CVXPY constraints")
         if isinstance(self.l1, bool) or not isinstance(self.l1, (int, float, np.floating)) \
                 or not np.isfinite(self.l1) or self.l1 < 0:
             raise ValidationError(f"l1 must be a non-negative number, got {self.l1!r}")
@@ -107,7 +117,7 @@ class Variant:
     def is_default(self) -> bool:
         """True for the papers' problem (hinge, margin 1, no ℓ1, no bounds)."""
         return (self.loss == "hinge" and self.margin is None and self.l1 == 0
-                and self.lower is None and self.upper is None)
+                and self.lower is None and self.upper is None and self.constraints is None)
 
     # -- per-problem values ------------------------------------------------------
     def margins(self, pairs: PairSet) -> np.ndarray:
@@ -157,8 +167,13 @@ class Variant:
         rho = self.l1 / (2.0 * lam)
         return float(0.5 * w @ w + rho * np.abs(w).sum() + np.dot(C, loss))
 
-    def dual_objective(self, pairs: PairSet, alpha, C, lam: float) -> float:
-        """``D(α)`` of the module docstring (a lower bound on ``M(w*)`` for every feasible ``α``)."""
+    def dual_objective(self, pairs: PairSet, alpha, C, lam: float, affine=()) -> float:
+        """``D(α)`` of the module docstring (a lower bound on ``M(w*)`` for every feasible ``α``).
+
+        ``affine`` holds ``(A, c, ν)`` of user constraints ``A w + c ≤ 0`` (``ν ≥ 0``) or
+        ``A w + c = 0`` (any ``ν``): the Lagrangian dual value
+        ``Σ m α − h(α) + Σ νᵀc − φ*(Dᵀα − Σ Aᵀν)``.
+        """
         alpha = np.asarray(alpha, dtype=np.float64)
         m = self.margins(pairs)
         if self.loss == "hinge":
@@ -168,11 +183,15 @@ class Variant:
                 h = float(np.sum(np.where(C > 0, alpha * alpha / (4.0 * np.where(C > 0, C, 1.0)),
                                           np.where(alpha > 0, np.inf, 0.0))))
         v = pairs.rmatvec(alpha)
+        shift = 0.0
+        for A, c, nu in affine:
+            v = v - A.T @ nu
+            shift += float(nu @ c)
         rho = self.l1 / (2.0 * lam)
         lo, hi = self.bounds(v.size)
         u = np.clip(np.sign(v) * np.maximum(np.abs(v) - rho, 0.0), lo, hi)
         conj = float(np.sum(v * u - 0.5 * u * u - rho * np.abs(u)))
-        return float(np.dot(m, alpha) - h - conj)
+        return float(np.dot(m, alpha) - h - conj + shift)
 
     def primal_from_dual(self, pairs: PairSet, alpha, lam: float) -> np.ndarray:
         """The ``w`` that attains ``φ*(Dᵀα)``: ``clip(S_ρ(Dᵀα), l, u)`` (for ``(16)`` when ``ρ = 0``, no bounds)."""
@@ -194,12 +213,24 @@ class Variant:
         return np.minimum(alpha, C) if self.loss == "hinge" else np.where(C > 0, alpha, 0.0)
 
 
-def variant_certificate(variant: Variant, pairs: PairSet, C, lam: float, w, alphas=()):
-    """``(M(w), best D(α), α)`` over the candidates: the ``alphas`` given (clipped) and the KKT point."""
+def variant_certificate(variant: Variant, pairs: PairSet, C, lam: float, w, alphas=(), affine=()):
+    """``(M(w), best D(α), α)`` over the candidates: the ``alphas`` given (clipped) and the KKT point.
+
+    ``affine`` holds ``(A, c, ν, kind)`` of the user's affine constraints with the solver's duals
+    (``kind`` ``"<="`` or ``"=="``); an inequality's ``ν`` is clipped to ``ν ≥ 0``, an equality's is
+    tried with both signs (CVXPY's sign convention aside, any ``ν`` gives a valid bound).
+    """
     C = np.asarray(C, dtype=np.float64)
     primal = variant.qp_objective(pairs, w, C, lam)
     candidates = [variant.clip_alpha(a, C) for a in alphas if a is not None]
     candidates.append(variant.kkt_alpha(pairs, w, C))
+    if affine:
+        fixed = [(A, c, np.maximum(nu, 0.0)) for A, c, nu, kind in affine if kind == "<="]
+        free = [(A, c, nu) for A, c, nu, kind in affine if kind == "=="]
+        choices = [fixed + [(A, c, s * nu) for A, c, nu in free] for s in (1.0, -1.0)]
+        best = max(((variant.dual_objective(pairs, a, C, lam, ch), a) for a in candidates for ch in choices),
+                   key=lambda t: t[0])
+        return primal, best[0], best[1]
     values = [variant.dual_objective(pairs, a, C, lam) for a in candidates]
     best = int(np.argmax(values))
     return primal, values[best], candidates[best]

@@ -161,3 +161,29 @@ def test_cli_fit_takes_a_variant(data, tmp_path, capsys):
     assert min(doc["coef"]) >= 0 and "status optimal" in capsys.readouterr().out
     assert main(["fit", str(tmp_path / "t.letor"), "--model", str(tmp_path / "l.json"), "--method", "listmle",
                  "--loss", "squared_hinge"]) == 2  # listwise methods take no pairwise variant: one line, exit 2
+
+
+def test_user_constraints_are_certified_by_the_lagrangian_dual(data):
+    # w0 <= w1 and sum(w) == 1: affine constraints with solver duals; the same problem written here.
+    cons = lambda w: [w[0] <= w[1], cp.sum(w) == 1.0]  # noqa: E731
+    problem = cr.RankingProblem(data, tau=TAU, mu="balanced", lam=0.2, variant=Variant(constraints=cons))
+    pairs = problem.pairs
+    D, c = pairs.difference_matrix(), problem.weights
+    w = cp.Variable(data.n_features)
+    indep = cp.Problem(cp.Minimize(c @ cp.pos(1 - D @ w) + 0.2 * cp.sum_squares(w)), cons(w))
+    indep.solve(solver="CLARABEL")
+    first = None
+    for form in ("primal", "hinge"):
+        for solver in CORE_CVXPY:
+            res = cr.solve(cr.build(problem, formulation=form), solver)
+            assert res.status == "optimal" and res.certificate.startswith("Lagrangian dual")
+            assert res.hinge_objective - res.gap_L <= indep.value * (1 + 1e-9)  # a lower bound, never above
+            assert res.w[0] <= res.w[1] + 1e-7 and abs(res.w.sum() - 1) <= 1e-7
+            first = first or res  # every pair of certified solutions within their two proved distances
+            assert np.linalg.norm(res.w - first.w) <= res.distance_bound + first.distance_bound
+
+
+def test_infeasible_constraints_end_in_status_infeasible_never_in_a_w(data):
+    problem = cr.RankingProblem(data, lam=0.2, variant=Variant(constraints=lambda w: [w[0] >= 1, w[0] <= -1]))
+    res = cr.solve(problem, "clarabel")
+    assert res.status == "infeasible" and not res.found and np.isnan(res.w).all()

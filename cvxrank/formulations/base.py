@@ -151,6 +151,8 @@ class Formulation:
     _margin_constraint: cp.Constraint | None = field(default=None, repr=False)
     base_costs: np.ndarray | None = field(default=None, repr=False)
     _ranking: RankingProblem | None = field(default=None, repr=False)
+    user_constraints: list = field(default_factory=list, repr=False)
+    w_variable: object = field(default=None, repr=False)
 
     @property
     def ranking(self) -> RankingProblem:

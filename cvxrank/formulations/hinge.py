@@ -75,6 +75,10 @@ def build_hinge(problem, weights=None, lam: float | None = None, *, costs: str =
     lo, hi = variant.bounds(pairs.n_features)
     bounds = [w[np.flatnonzero(np.isfinite(b))] >= b[np.isfinite(b)] for b in [lo] if np.isfinite(b).any()]
     bounds += [w[np.flatnonzero(np.isfinite(b))] <= b[np.isfinite(b)] for b in [hi] if np.isfinite(b).any()]
+    from cvxrank.formulations.primal import user_constraints
+
+    users = user_constraints(ranking, w)
+    bounds += users
     if base is not None:
         cvx = cp.Problem(cp.Minimize(params["scale"] * (base @ loss) + lp * cp.sum_squares(w) + extra),
                          [*slack, *bounds])
@@ -88,5 +92,5 @@ def build_hinge(problem, weights=None, lam: float | None = None, *, costs: str =
         variables = {"w": w, "t": t}
     return Formulation(
         "hinge", cvx, variables, params, pairs, "(9) Cao et al. 2006 = (8) Xu et al. 2006", margin_constraint, base,
-        ranking,
+        ranking, users, w,
     )

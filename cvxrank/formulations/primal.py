@@ -5,6 +5,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
+from cvxrank.exceptions import ValidationError
 from cvxrank.formulations.base import Formulation, as_problem, cost_parameters, papers_problem_only
 from cvxrank.pairs import PairSet
 
@@ -24,6 +25,17 @@ def _variant_terms(ranking, w):
         constraints.append(w[idx] <= hi[idx])
     term = (v.l1 / (2.0 * ranking.lam)) * cp.norm1(w) if v.l1 > 0 else 0
     return term, constraints
+
+
+def user_constraints(ranking, w) -> list:
+    """The variant's own CVXPY constraints on ``w`` (empty for none)."""
+    if ranking.variant.constraints is None:
+        return []
+    made = ranking.variant.constraints(w)
+    made = list(made) if isinstance(made, (list, tuple)) else [made]
+    if not all(isinstance(c, cp.constraints.constraint.Constraint) for c in made):
+        raise ValidationError("constraints(w) must return CVXPY constraints on w")
+    return made
 
 
 def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable, squared: bool = False):
@@ -86,13 +98,14 @@ def build_primal(problem, C=None, *, costs: str = "scale") -> Formulation:
     term, extra, constraints, params, base = _cost_term(pairs, C, costs, xi,
                                                         squared=ranking.variant.loss == "squared_hinge")
     l1, bounds = _variant_terms(ranking, w)
+    users = user_constraints(ranking, w)
     D = pairs.difference_matrix()
     margin = D @ w + xi >= ranking.variant.margins(pairs)
     problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + l1 + term),
-                         [margin, xi >= 0, *constraints, *bounds])
+                         [margin, xi >= 0, *constraints, *bounds, *users])
     return Formulation(
         "primal", problem, {"w": w, "xi": xi, **extra}, params, pairs,
-        "(14) Cao et al. 2006 = (9) Xu et al. 2006", margin, base, ranking,
+        "(14) Cao et al. 2006 = (9) Xu et al. 2006", margin, base, ranking, users, w,
     )
 
 

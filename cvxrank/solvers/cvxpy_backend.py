@@ -11,7 +11,7 @@ import numpy as np
 
 from cvxrank.exceptions import SolverError
 from cvxrank.formulations import Formulation
-from cvxrank.solution import finish
+from cvxrank.solution import finish, infeasible
 from cvxrank.solvers.registry import SOLVERS
 
 __all__ = ["installed_cvxpy_names", "installed_cvxpy_solvers", "solve_cvxpy"]
@@ -48,6 +48,41 @@ def _primal_residual(problem: cp.Problem) -> float:
     return worst
 
 
+def _affine_duals(formulation: Formulation, to_M: float) -> list:
+    """``(A, c, ν, kind)`` of each affine user constraint ``A w + c ≤ 0`` / ``= 0`` with its solver dual.
+
+    ``A`` and ``c`` are read by evaluating the constraint's expression at ``w = 0`` and at the unit
+    vectors (it is affine in ``w``). A constraint that is not affine in ``w`` alone is left out of the
+    dual: the bound then belongs to a relaxation of the problem, still a valid lower bound, only weaker.
+    """
+    w = formulation.w_variable
+    out = []
+    if w is None or not formulation.user_constraints:
+        return out
+    saved = w.value
+    try:
+        for con in formulation.user_constraints:
+            kind = "==" if isinstance(con, cp.constraints.Zero) or type(con).__name__ == "Equality" else "<="
+            expr = getattr(con, "expr", None)
+            if expr is None or not expr.is_affine() or con.dual_value is None \
+                    or any(v is not w for v in expr.variables()):
+                continue
+            n = w.shape[0]
+            w.value = np.zeros(n)
+            c = np.asarray(expr.value, dtype=np.float64).ravel()
+            A = np.empty((c.size, n))
+            for j in range(n):
+                e = np.zeros(n)
+                e[j] = 1.0
+                w.value = e
+                A[:, j] = np.asarray(expr.value, dtype=np.float64).ravel() - c
+            nu = np.asarray(con.dual_value, dtype=np.float64).ravel() * to_M
+            out.append((A, c, nu, kind))
+    finally:
+        w.value = saved
+    return out
+
+
 def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start: bool = False,
                 verbose: bool = False, **options):
     """Solve with the CVXPY solver ``solver`` (a CVXPY entry of the registry) and certify."""
@@ -76,6 +111,10 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
         ) from None
     wall = time.perf_counter() - start
     status = problem.status
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE) and formulation.user_constraints:
+        return infeasible(formulation.ranking, formulation=formulation.name, scale=formulation.scale, solver=solver,
+                          version=_version(package), tol=tol, solver_status=status,
+                          setup_time=problem.compilation_time or 0.0, solve_time=wall)
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE, cp.USER_LIMIT):
         others = [s for s in installed_cvxpy_solvers() if s != solver]
         raise SolverError(
@@ -87,11 +126,13 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     solve_time = stats.solve_time if stats.solve_time is not None else max(wall - setup, 0.0)
     w = formulation.recover_w()
     alpha = formulation.recover_alpha()
-    if alpha is not None and formulation.scale == "L":  # duals of the hinge form are on the scale of (9)
-        alpha = alpha / (2.0 * formulation.ranking.lam)
+    to_M = 1.0 / (2.0 * formulation.ranking.lam) if formulation.scale == "L" else 1.0
+    if alpha is not None:  # duals of the hinge form are on the scale of (9)
+        alpha = alpha * to_M
+    affine = _affine_duals(formulation, to_M)
     extras = {"solver_stats": stats, "options": merged, "wall_time": wall}
     return finish(
-        formulation.ranking, w, formulation=formulation.name, scale=formulation.scale, alphas=[alpha],
+        formulation.ranking, w, formulation=formulation.name, scale=formulation.scale, alphas=[alpha], affine=affine,
         backend_status=status, solver=solver, version=_version(package),
         tol=tol, iterations=stats.num_iters, setup_time=setup, solve_time=solve_time,
         solver_objective=problem.value, primal_residual=_primal_residual(problem), extras=extras,
