@@ -88,3 +88,23 @@ def test_max_iter_caps_every_solver_under_its_own_option_name(tmp_path, capsys):
     assert "--overwrite" in capsys.readouterr().err
     assert main(args + ["--max-iter", "0", "--overwrite"]) == 2
     assert "--max-iter must be a positive integer" in capsys.readouterr().err
+
+
+def test_defaults_are_quick_and_reports_hold_no_machine_paths(tmp_path):
+    import argparse
+
+    from cvxrank.cli import compare
+
+    parser = argparse.ArgumentParser()
+    compare.add_arguments(parser)
+    args = parser.parse_args(["--out", "/tmp/somewhere/study", "--solvers", "clarabel,osqp",
+                              "--compare-with", str(tmp_path / "other")])
+    study = compare.study_from_args(args)
+    assert [i.size for i in study.instances] == [4, 8, 16] and study.instances[0].name.startswith("ecml")
+    assert study.solver_options == {"clarabel": {"max_iter": 200}, "osqp": {"max_iter": 4000}}
+    line = compare.command_line(args)
+    assert "/tmp" not in line and str(tmp_path) not in line and "--out study" in line
+    none = parser.parse_args(["--out", "x", "--solvers", "osqp", "--max-iter", "none"])
+    assert compare.study_from_args(none).solver_options == {}
+    capped = parser.parse_args(["--out", "x", "--solvers", "osqp", "--max-iter", "50"])
+    assert compare.study_from_args(capped).max_iter == 50 and compare.study_from_args(capped).solver_options == {}

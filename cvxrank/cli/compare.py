@@ -34,8 +34,12 @@ EPILOG = """examples:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--instances", default="ohsumed", help="ohsumed, web, ecml, letor:PATH (default ohsumed)")
-    parser.add_argument("--sizes", default="1,2,4", help="size knobs (default 1,2,4; see above)")
+    parser.add_argument("--instances", default="ecml",
+                        help="ohsumed, web, ecml, letor:PATH (default ecml: with the default sizes and caps the "
+                             "study takes well under 2 minutes on 2 cores)")
+    parser.add_argument("--sizes", default="4,8,16",
+                        help="size knobs (default 4,8,16: ECML simulations of 512, 2,048 and 8,192 pairs, spanning "
+                             "16x, enough for growth exponents; see above)")
     parser.add_argument("--formulations", default="primal,lifted,dual,hinge",
                         help="primal, lifted, dual, hinge, auto (default primal,lifted,dual,hinge)")
     parser.add_argument("--solvers", help="names of cvxrank.available_solvers() (default: the installed ones of "
@@ -53,11 +57,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", metavar="DIR", required=True, help="output folder (results.csv, report.md, ...)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time on this machine (default 1)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
-    parser.add_argument("--max-iter", type=int, dest="max_iter",
+    parser.add_argument("--max-iter", dest="max_iter", default="default", metavar="N|none|default",
                         help="iteration cap of every solver of the study, under each solver's own option name "
                              "(cvxrank.solvers.cvxpy_backend.MAX_ITER_OPTION), for the runs, not the reference; a run "
-                             "that reaches it is a 'user_limit' row whatever the machine's speed, so the table does not depend on "
-                             "timing (default: each solver's own cap)")
+                             "that reaches it is a 'user_limit' row whatever the machine's speed, so the table does not "
+                             "depend on timing. default: per solver, cvxrank.study.definition.DEFAULT_MAX_ITER "
+                             "(clarabel 200, ecos 100, osqp 4000, scs 4000); none: each solver's own cap")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS "
                                                                "(tcp://HOST:PORT), or local:N for a LocalCluster "
                                                                "of N worker processes started for this study")
@@ -104,14 +109,45 @@ def study_from_args(args):
     mus = [parse_mu(m) for m in split(args.mu)] or [None]
     costs = [CostSetting(lam=lam, tau=taus, mu=mu) for mu in mus for lam in _numbers(args.lams, "lams")]
     instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
-    if args.max_iter is not None and args.max_iter < 1:
-        raise CvxrankError(f"--max-iter must be a positive integer, got {args.max_iter}")
+    max_iter, options = _iteration_caps(args.max_iter, solvers)
     return Study(instances, formulations, solvers, profiles, costs, timeout=args.timeout, reference=tuple(ref),
-                 max_iter=args.max_iter)
+                 max_iter=max_iter, solver_options=options)
+
+
+def _iteration_caps(text, solvers):
+    """``--max-iter``: (max_iter for every solver, per-solver options): N, none, or the default table."""
+    from cvxrank.solvers.cvxpy_backend import MAX_ITER_OPTION
+    from cvxrank.study.definition import DEFAULT_MAX_ITER
+
+    text = "default" if text is None else str(text).strip()
+    if text == "default":
+        return None, {s: {MAX_ITER_OPTION.get(s, "max_iter"): DEFAULT_MAX_ITER[s]}
+                      for s in solvers if s in DEFAULT_MAX_ITER}
+    if text == "none":
+        return None, {}
+    try:
+        cap = int(text)
+    except ValueError:
+        cap = 0
+    if cap < 1:
+        raise CvxrankError(f"--max-iter must be a positive integer, 'none' or 'default', got {text!r}")
+    return cap, {}
+
+
+def shown_path(path) -> str:
+    """``path`` as a report quotes it: relative to the current folder when inside it, else its last
+    component, so that a committed report holds no machine paths (``/tmp/...``, home folders)."""
+    import os
+
+    text = str(path)
+    rel = os.path.relpath(os.path.abspath(text))
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return os.path.basename(os.path.normpath(text))
+    return rel
 
 
 def command_line(args) -> str:
-    """The canonical command line of a study (quoted in its report)."""
+    """The canonical command line of a study (quoted in its report; paths as :func:`shown_path`)."""
     parts = ["cvxrank compare", f"--instances {args.instances}", f"--sizes {args.sizes}",
              f"--formulations {args.formulations}"]
     if args.solvers:
@@ -123,10 +159,10 @@ def command_line(args) -> str:
         parts.append(f"--mu {args.mu}")
     if args.test_fraction:
         parts.append(f"--test-fraction {args.test_fraction:g}")
-    parts.append(f"--out {args.out}")
+    parts.append(f"--out {shown_path(args.out)}")
     parts.append(f"--scheduler {args.scheduler}" if args.scheduler else f"--jobs {args.jobs}")
     parts.append(f"--timeout {args.timeout:g}")
-    if args.max_iter is not None:
+    if args.max_iter not in (None, "default"):
         parts.append(f"--max-iter {args.max_iter}")
     if args.seed:
         parts.append(f"--seed {args.seed}")
@@ -134,7 +170,7 @@ def command_line(args) -> str:
         parts.append(f"--reference {args.reference}")
     for opt in ("report", "figures", "compare_with"):
         if getattr(args, opt):
-            parts.append(f"--{opt.replace('_', '-')} {getattr(args, opt)}")
+            parts.append(f"--{opt.replace('_', '-')} {shown_path(getattr(args, opt))}")
     if args.title != "Solver comparison study":
         parts.append(f"--title {shlex.quote(args.title)}")
     return " ".join(parts)
@@ -164,7 +200,7 @@ def comparison(df, folder) -> str:
     values = [k for k in runs if k not in limit]
     log = Path(folder) / "commands.log"
     made_by = log.read_text(encoding="utf-8").splitlines()[-1].split("  ", 1)[-1] if log.is_file() else None
-    lines = [(f"The same study was run a second time into `{folder}` (study hash "
+    lines = [(f"The same study was run a second time into `{shown_path(folder)}` (study hash "
               f"{'identical' if same_hash else 'DIFFERENT'}): {len(df)} rows here, {len(other)} there. "
               f"{len(df) - len(runs)} of {len(df)} runs are the same, times and memory aside: status, found flag, "
               "iteration count, and objective, reference, errors, residuals and gaps within a relative 1e-6.")]

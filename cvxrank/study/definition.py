@@ -39,6 +39,12 @@ COLUMNS = (
 #: Columns that identify a run (a resumed study skips rows with a key already stored).
 KEY = ("instance", "size", "cost", "formulation", "solver", "profile")
 
+#: Iteration caps ``cvxrank compare`` gives each solver unless told otherwise (``--max-iter N|none``):
+#: the interior-point solvers' own defaults, and for the first-order ones (OSQP, SCS) a cap that ends
+#: a run which would need tens of thousands of iterations as a ``user_limit`` row in seconds, not at
+#: the time limit. Keys are solver names; values go under each solver's own option name.
+DEFAULT_MAX_ITER = {"clarabel": 200, "ecos": 100, "osqp": 4000, "scs": 4000}
+
 
 def size_text(size) -> str:
     """A size knob as key text: ``3``, ``3.0`` and ``"3"`` are ``"3"``; None and NaN are ``""``."""

@@ -165,6 +165,12 @@ def _definition(df, study, time_limit) -> list[str]:
     if study is not None:
         solver, form, profile = study.reference
         table = options_table(study.solvers, study.profiles).rename_axis("solver")
+        caps = {s: o for s, o in study.solver_options.items() if o}
+        if caps:
+            out.append("- Solver options added to every run (e.g. `cvxrank compare`'s default iteration caps, "
+                       "`cvxrank.study.definition.DEFAULT_MAX_ITER`; a run that reaches a cap is a `user_limit` "
+                       "row): " + "; ".join(f"{s} " + ", ".join(f"{k}={v}" for k, v in o.items())
+                                            for s, o in caps.items()))
         if study.max_iter is not None:
             out.append(f"- Iteration cap per run: {study.max_iter:,} (each solver's own option name; not the "
                        "reference): a run that reaches it is a `user_limit` row on any machine")
