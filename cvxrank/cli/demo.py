@@ -70,7 +70,7 @@ def run(args) -> int:
     from cvxrank.experiments.cv import cross_validate, query_folds
     from cvxrank.experiments.simulation import run_ecml_simulation
     from cvxrank.plots.hinge import plot_weighted_hinge
-    from cvxrank.plots.ranking import plot_metric_table, save_figure
+    from cvxrank.plots.ranking import plot_fold_metrics, save_figure
     from cvxrank.plots.simulation import plot_ndcg_at_n, plot_simulation_data
     from cvxrank.reporting import markdown_table
     from cvxrank.theorem import verify_theorem1
@@ -115,8 +115,8 @@ def run(args) -> int:
         cv.meta["title"] = "Cross-validation (cvxrank demo)"
         summary = cv.summary[["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map"]]
         print(markdown_table(summary))
-        figures["cv_metrics.png"] = plot_metric_table(summary, ["ndcg@1", "ndcg@5", "ndcg@10", "map"],
-                                                      title=f"Cross-validation: mean over {n_folds} query folds")
+        figures["cv_metrics.png"] = plot_fold_metrics(cv.per_fold, list(summary.columns),
+                                                      title=f"Cross-validation in {n_folds} query folds")
         cv.save(os.path.join(tmp, "cv"))
 
         for name, fig in figures.items():

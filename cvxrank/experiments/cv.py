@@ -154,10 +154,15 @@ class CVResult:
     meta: dict = field(default_factory=dict)
 
     @property
+    def per_fold(self) -> pd.DataFrame:
+        """Each fold's mean over its test queries: columns ``method``, ``fold`` and the metrics."""
+        metrics = [c for c in self.per_query.columns if c not in ("method", "fold", "qid")]
+        return self.per_query.groupby(["method", "fold"], sort=False)[metrics].mean().reset_index()
+
+    @property
     def summary(self) -> pd.DataFrame:
         """Mean over folds of each fold's mean over test queries; one row per method (in run order)."""
-        metrics = [c for c in self.per_query.columns if c not in ("method", "fold", "qid")]
-        per_fold = self.per_query.groupby(["method", "fold"], sort=False)[metrics].mean()
+        per_fold = self.per_fold.set_index(["method", "fold"])
         table = per_fold.groupby(level="method", sort=False).mean()
         return table.reindex(list(dict.fromkeys(self.per_query["method"])))
 

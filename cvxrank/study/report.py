@@ -74,28 +74,33 @@ def _figures(df, growth, prof, fig_dir: Path) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from cvxrank.plots.style import style
     from cvxrank.study.plots import plot_performance_profile, plot_scaling
 
     fig_dir.mkdir(parents=True, exist_ok=True)
+    with style():
+        return _draw_figures(plt, df, growth, prof, fig_dir, plot_performance_profile, plot_scaling)
+
+
+def _draw_figures(plt, df, growth, prof, fig_dir, plot_performance_profile, plot_scaling) -> dict:
     made = {}
     for profile in pd.unique(df["profile"]):
         if (prof["profile"] == profile).any():
-            fig, ax = plt.subplots(figsize=(8, 4.2))
+            fig, ax = plt.subplots(figsize=(7.5, 4.0))
             plot_performance_profile(prof, ax, profile=profile)
             name = f"performance-profile-{profile}.png"
-            fig.savefig(fig_dir / name, dpi=110, bbox_inches="tight")
+            fig.savefig(fig_dir / name, bbox_inches="tight")
             plt.close(fig)
             made[("profile", profile)] = name
         for instance in pd.unique(df["instance"]):
             sub = df[(df["instance"] == instance) & (df["profile"] == profile)]
             if sub["pairs"].nunique() < 2 or not sub["found"].any():
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+            fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
             plot_scaling(df, growth, axes[0], profile=profile, instance=instance, y="wall_time")
             plot_scaling(df, growth, axes[1], profile=profile, instance=instance, y="peak_memory")
             name = f"scaling-{instance}-{profile}.png"
-            fig.tight_layout()
-            fig.savefig(fig_dir / name, dpi=110)
+            fig.savefig(fig_dir / name)
             plt.close(fig)
             made[("scaling", instance, profile)] = name
     return made
