@@ -28,6 +28,14 @@ def test_demo_prints_the_theorem_table_and_writes_the_report(tmp_path, capsys):
     assert set(results["cross_validation"]["summary"]) == {"RankSVM", "RSVM-IR-Rank", "RSVM-IR-Query", "RSVM-IR-QP",
                                                            "RSVM-IR-GD", "ListMLE", "cs-RgList"}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".cvxrank")]  # no temporary folder left
+    # the simulation table once, with the methods' names, not internal keys; the differences paragraph and link
+    assert report.count("w1 ") == 1 and "cost_sensitive (ours)" not in report and "ranksvm (ours)" not in report
+    assert "Where this differs from the paper" in report and "docs/reproductions.md#where-it-differs" in report
+    # every uncertified Theorem 1 row is explained right below the table
+    failed = [r for r in results["theorem1"]["rows"] if not r["passed"]]
+    for r in failed:
+        assert f"- {r['solver']} on the {r['formulation']} form is not certified: " in report
+    assert report.count("is not certified: ") == len(failed)
     out = capsys.readouterr().out
     assert "Theorem 1 verified numerically" in out
     rows = {}

@@ -185,9 +185,11 @@ class CVResult:
         lines = []
         for method, sel in self.selection.groupby("method", sort=False):
             edges = sel["at_edge"].fillna("").str.split("; ").explode()
-            for edge, n in edges[edges != ""].value_counts(sort=True).items():
-                lines.append(f"{method}: {edge} of its grid chosen in {n} of {len(sel)} folds; the best value may "
-                             "lie outside the grid (widen it)")
+            counts = edges[edges != ""].value_counts(sort=True)
+            if len(counts):
+                where = ", ".join(f"{edge} in {n} of {len(sel)} folds" for edge, n in counts.items())
+                lines.append(f"{method} chose the edge of its grid: {where}; the best value may lie outside "
+                             "the grid (widen it)")
         return lines
 
     def sign_tests(self, metric: str = "ndcg@1", *, baseline: str | None = None) -> pd.DataFrame:
