@@ -195,6 +195,6 @@ def test_cv_command_prints_choices_and_warns_at_the_edge(tmp_path, capsys):
     sel = pd.read_csv(out / "selection.csv")
     assert "chosen" in text and f"{sel['params'].iloc[0]} (" in text
     # with two values every choice is at an edge of the grid
-    assert sel["at_edge"].str.contains(r"\((top|bottom)\)").all()
+    assert sel["at_edge"].str.contains(r"\((?:top|bottom)\)").all()
     assert "warning: RankSVM chose the edge of its grid: lam=" in text
     assert "edge of their grid" in (out / "report.md").read_text()
