@@ -104,5 +104,6 @@ def plot_scaling(df, growth, ax, *, profile: str, instance: str, y: str = "wall_
     size_ticks(ax.xaxis, sub[x][sub[x] > 0])  # ticks at the sizes run
     log_ticks(ax.yaxis)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="xx-small", ncol=2)
+    # below the axes, so that no marker or fitted line is hidden under it
+    ax.legend(fontsize="xx-small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     return ax
