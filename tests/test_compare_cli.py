@@ -96,3 +96,22 @@ def test_reports_show_no_machine_paths(tmp_path):
 
     assert shown_path(str(tmp_path / "study" / "local")) == "local"
     assert shown_path("relative/out") == "relative/out"
+
+
+def test_defaults_are_quick_and_reports_hold_no_machine_paths(tmp_path):
+    import argparse
+
+    from cvxrank.cli import compare
+
+    parser = argparse.ArgumentParser()
+    compare.add_arguments(parser)
+    args = parser.parse_args(["--out", "/tmp/somewhere/study", "--solvers", "clarabel,osqp",
+                              "--compare-with", str(tmp_path / "other")])
+    study = compare.study_from_args(args)
+    assert [i.size for i in study.instances] == [5, 10, 20] and study.instances[0].name.startswith("ecml")
+    # the solver registry's quick caps: OSQP's, none for Clarabel (its own default is already small)
+    assert study.solver_options == {"osqp": {"max_iter": 4000}}
+    line = compare.command_line(args)
+    assert "/tmp" not in line and str(tmp_path) not in line and "--out study" in line
+    capped = parser.parse_args(["--out", "x", "--solvers", "osqp", "--max-iter", "50"])
+    assert compare.study_from_args(capped).max_iter == 50 and compare.study_from_args(capped).solver_options == {}

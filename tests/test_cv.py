@@ -180,8 +180,8 @@ def test_edges_of_the_grid():
                         "at_edge": ["lam=10 (top)", "lam=10 (top)", "", ""]})
     per_query = pd.DataFrame({"method": ["A", "B"], "fold": ["f1", "f1"], "qid": [1, 1], "map": [0.5, 0.5]})
     result = CVResult(per_query, sel)
-    assert result.edge_warnings() == ["A: lam=10 (top) of its grid chosen in 2 of 3 folds; the best value may lie "
-                                      "outside the grid (widen it)"]
+    assert result.edge_warnings() == ["A chose the edge of its grid: lam=10 (top) in 2 of 3 folds; the best value "
+                                      "may lie outside the grid (widen it)"]
     assert result.chosen.to_dict() == {"A": "lam=10 (2/3 folds), lam=1 (1/3)", "B": "lam=1 (1/1 folds)"}
 
 
@@ -196,5 +196,5 @@ def test_cv_command_prints_choices_and_warns_at_the_edge(tmp_path, capsys):
     assert "chosen" in text and f"{sel['params'].iloc[0]} (" in text
     # with two values every choice is at an edge of the grid
     assert sel["at_edge"].str.contains(r"\((?:top|bottom)\)").all()
-    assert "warning: RankSVM: lam=" in text
+    assert "warning: RankSVM chose the edge of its grid: lam=" in text
     assert "edge of their grid" in (out / "report.md").read_text()

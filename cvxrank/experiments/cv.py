@@ -154,10 +154,15 @@ class CVResult:
     meta: dict = field(default_factory=dict)
 
     @property
+    def per_fold(self) -> pd.DataFrame:
+        """Each fold's mean over its test queries: columns ``method``, ``fold`` and the metrics."""
+        metrics = [c for c in self.per_query.columns if c not in ("method", "fold", "qid")]
+        return self.per_query.groupby(["method", "fold"], sort=False)[metrics].mean().reset_index()
+
+    @property
     def summary(self) -> pd.DataFrame:
         """Mean over folds of each fold's mean over test queries; one row per method (in run order)."""
-        metrics = [c for c in self.per_query.columns if c not in ("method", "fold", "qid")]
-        per_fold = self.per_query.groupby(["method", "fold"], sort=False)[metrics].mean()
+        per_fold = self.per_fold.set_index(["method", "fold"])
         table = per_fold.groupby(level="method", sort=False).mean()
         return table.reindex(list(dict.fromkeys(self.per_query["method"])))
 
@@ -180,9 +185,11 @@ class CVResult:
         lines = []
         for method, sel in self.selection.groupby("method", sort=False):
             edges = sel["at_edge"].fillna("").str.split("; ").explode()
-            for edge, n in edges[edges != ""].value_counts(sort=True).items():
-                lines.append(f"{method}: {edge} of its grid chosen in {n} of {len(sel)} folds; the best value may "
-                             "lie outside the grid (widen it)")
+            counts = edges[edges != ""].value_counts(sort=True)
+            if len(counts):
+                where = ", ".join(f"{edge} in {n} of {len(sel)} folds" for edge, n in counts.items())
+                lines.append(f"{method} chose the edge of its grid: {where}; the best value may lie outside "
+                             "the grid (widen it)")
         return lines
 
     def sign_tests(self, metric: str = "ndcg@1", *, baseline: str | None = None) -> pd.DataFrame:

@@ -2,11 +2,13 @@
 
 Every function takes an optional ``ax``, draws on it (or on a new stand-alone
 Figure) and returns the Axes; :func:`save_figure` writes a Figure or Axes to a
-file atomically. matplotlib is imported only when a plot is drawn.
+file atomically. matplotlib is imported only when a plot is drawn. Every figure gets the one look
+of :mod:`cvxrank._style`.
 
 - :func:`plot_simulation_data`: Fig. 2 of ECML 2006, simulated data and ranking directions
 - :func:`plot_ndcg_at_n`: Fig. 3 of ECML 2006, NDCG@N of both methods
 - :func:`plot_weighted_hinge`: Fig. 2 of SIGIR 2006, hinge losses with slopes τ·μ
+- :func:`plot_fold_metrics`: cross-validation per metric, fold values and mean ± sd (the demo's figure)
 - :func:`plot_metric_table`: bar chart of a methods x metrics table
 - :func:`plot_ndcg_curve`: NDCG@k against k, one line per method
 """
@@ -14,6 +16,7 @@ file atomically. matplotlib is imported only when a plot is drawn.
 from cvxrank.plots.hinge import plot_weighted_hinge
 from cvxrank.plots.ranking import (
     new_axes,
+    plot_fold_metrics,
     plot_metric_table,
     plot_ndcg_curve,
     save_figure,
@@ -22,6 +25,7 @@ from cvxrank.plots.simulation import plot_ndcg_at_n, plot_simulation_data
 
 __all__ = [
     "new_axes",
+    "plot_fold_metrics",
     "plot_metric_table",
     "plot_ndcg_at_n",
     "plot_ndcg_curve",

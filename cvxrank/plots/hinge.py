@@ -70,7 +70,7 @@ def plot_weighted_hinge(slopes=DEFAULT_SLOPES, ax=None, *, z_range=(-2.0, 2.0), 
     ax.set_xlabel("z · f(x⁽¹⁾ − x⁽²⁾)")
     ax.set_ylabel("loss")
     ax.set_xlim(lo, hi)
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(bottom=-0.03 * ax.get_ylim()[1])  # the flat part (z >= 1) stays above the frame
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title or "Hinge loss with different penalty parameters τ·μ")

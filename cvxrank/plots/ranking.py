@@ -19,7 +19,7 @@ import pandas as pd
 from cvxrank._io import atomic_output
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["new_axes", "plot_metric_table", "plot_ndcg_curve", "save_figure"]
+__all__ = ["new_axes", "plot_fold_metrics", "plot_metric_table", "plot_ndcg_curve", "save_figure"]
 
 
 def new_axes(ax=None, figsize=(6.0, 4.0)):
@@ -31,12 +31,15 @@ def new_axes(ax=None, figsize=(6.0, 4.0)):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=figsize, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig.add_subplot()
+    from cvxrank._style import style
+
+    with style():
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        return fig.add_subplot()
 
 
-def save_figure(fig, path, *, dpi: int = 120) -> str:
+def save_figure(fig, path, *, dpi: int | None = None) -> str:
     """Write a Figure (or the Figure of an Axes) to ``path`` atomically.
 
     The image goes to a temporary file in the target folder, which is then
@@ -69,8 +72,10 @@ def save_figure(fig, path, *, dpi: int = 120) -> str:
     formats = FigureCanvasBase.get_supported_filetypes()
     if fmt not in formats:
         raise ValidationError(f"cannot write {path}: the extension must be one of {', '.join(sorted(formats))}")
+    from cvxrank._style import DPI
+
     with atomic_output(path, suffix=f".{fmt}", want_path=True) as target:
-        fig.savefig(target, format=fmt, dpi=dpi)
+        fig.savefig(target, format=fmt, dpi=dpi or DPI)
     return path
 
 
@@ -148,6 +153,83 @@ def plot_metric_table(df, metric=None, ax=None, *, title: str | None = None, lab
     if title:
         ax.set_title(title)
     return ax
+
+
+def plot_fold_metrics(per_fold, metrics=None, *, title: str | None = None):
+    """Cross-validation results for a paper: one panel per metric, methods down the side, each fold's
+    value as a small point and the mean over folds with its spread (± one standard deviation over
+    folds) as a bar; each panel's axis is zoomed to its data, so differences of 0.003-0.05 show.
+
+    Parameters
+    ----------
+    per_fold : pandas.DataFrame
+        One row per (method, fold): columns ``method``, ``fold`` and one numeric column per metric
+        (e.g. the per-fold means of :attr:`cvxrank.experiments.cv.CVResult.per_query`).
+    metrics : list of str, optional
+        The panels, in order (default every numeric column).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"method": ["A", "A", "B", "B"], "fold": [1, 2, 1, 2],
+    ...                    "ndcg@1": [0.50, 0.52, 0.55, 0.53], "map": [0.6, 0.61, 0.62, 0.64]})
+    >>> fig = plot_fold_metrics(df)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['ndcg@1', 'map']
+    """
+    df = _numeric_frame(per_fold, "per_fold")
+    missing = [c for c in ("method", "fold") if c not in df.columns]
+    if missing:
+        raise ValidationError(f"per_fold needs columns method and fold; missing {missing}")
+    if metrics is None:
+        metrics = [c for c in df.columns if c not in ("method", "fold", "qid") and pd.api.types.is_numeric_dtype(df[c])]
+    metrics = list(metrics)
+    unknown = [m for m in metrics if m not in df.columns]
+    if unknown or not metrics:
+        raise ValidationError(f"unknown metric {unknown or metrics!r}; per_fold has {', '.join(map(str, df.columns))}")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from cvxrank._style import style
+
+    methods = list(dict.fromkeys(df["method"]))
+    y = np.arange(len(methods))[::-1]
+    ncols = min(3, len(metrics))
+    nrows = -(-len(metrics) // ncols)
+    with style():
+        fig = Figure(figsize=(1.2 + 2.4 * ncols, nrows * (0.7 + 0.3 * len(methods)) + 0.5), layout="constrained")
+        FigureCanvasAgg(fig)
+        grid = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
+        axes = grid.ravel()
+        for ax in axes[len(metrics):]:
+            ax.set_visible(False)
+        for ax, metric in zip(axes, metrics):
+            lo, hi = np.inf, -np.inf
+            for yi, method in zip(y, methods):
+                values = df.loc[df["method"] == method, metric].to_numpy(dtype=float)
+                ax.plot(values, np.full(values.shape, yi), "o", ms=3, color="0.55", alpha=0.8, zorder=2)
+                mean, spread = values.mean(), values.std(ddof=1) if values.size > 1 else 0.0
+                ax.errorbar(mean, yi, xerr=spread, fmt="D", ms=5, color=f"C{methods.index(method)}", capsize=3,
+                            lw=1.4, zorder=3)
+                lo = min(lo, np.nanmin(values), mean - spread)
+                hi = max(hi, np.nanmax(values), mean + spread)
+            pad = max(0.06 * (hi - lo), 0.005)
+            ax.set_xlim(lo - pad, hi + pad)
+            ax.set_title(str(metric))
+            ax.grid(True, axis="x")
+            ax.grid(False, axis="y")
+            ax.tick_params(axis="x", labelrotation=0)
+        for row in grid:
+            row[0].set_yticks(y, methods)
+            row[0].set_ylim(-0.6, len(methods) - 0.4)
+        fig.supxlabel("value per fold (grey points) and mean ± standard deviation over folds", fontsize=8)
+        if title:
+            fig.suptitle(title)
+    return fig
 
 
 def _curves(per_method) -> dict:

@@ -40,6 +40,7 @@ COLUMNS = (
 KEY = ("instance", "size", "cost", "formulation", "solver", "profile")
 
 
+
 def size_text(size) -> str:
     """A size knob as key text: ``3``, ``3.0`` and ``"3"`` are ``"3"``; None and NaN are ``""``."""
     if size is None or size == "" or (isinstance(size, float) and math.isnan(size)):

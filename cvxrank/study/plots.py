@@ -8,7 +8,8 @@ formulation.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
+
+from cvxrank._style import log_ticks, size_ticks
 
 __all__ = ["method_label", "method_style", "plot_performance_profile", "plot_scaling"]
 
@@ -27,11 +28,6 @@ def method_style(formulation: str, solver: str) -> dict:
     index = _SOLVER_ORDER.index(solver) if solver in _SOLVER_ORDER else len(_SOLVER_ORDER) + sum(map(ord, solver)) % 3
     line, marker = _FORM_STYLE.get(formulation, ("-", "x"))
     return {"color": f"C{index % 10}", "linestyle": line, "marker": marker}
-
-
-def _log_ticks(axis) -> None:
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
 
 
 def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | None = None):
@@ -55,11 +51,13 @@ def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | Non
         fracs = np.concatenate([[0.0], curve["fraction"].to_numpy(), [curve["fraction"].max() if len(curve) else 0]])
         style = method_style(form, solver)
         style.pop("marker")
-        ax.step(taus, fracs, where="post", label=method_label(form, solver), lw=1.4, **style)
+        # clip_on=False and the margins below: a curve along rho = 0, rho = 1 or tau = 1 stays visible
+        # instead of running under the frame
+        ax.step(taus, fracs, where="post", label=method_label(form, solver), lw=1.4, clip_on=False, **style)
     ax.set_xscale("log")
-    ax.set_xlim(1.0, right)
-    _log_ticks(ax.xaxis)
-    ax.set_ylim(-0.04, 1.06)  # curves at 0 and 1 stay clear of the frame
+    ax.set_xlim(1.0 / 1.06, right * 1.02)
+    log_ticks(ax.xaxis)
+    ax.set_ylim(-0.04, 1.04)
     ax.set_xlabel("τ (time ratio to the fastest method)")
     ax.set_ylabel("share of problems found within τ")
     ax.set_title(f"performance profile, profile {profile}")
@@ -103,11 +101,9 @@ def plot_scaling(df, growth, ax, *, profile: str, instance: str, y: str = "wall_
     ax.set_xlabel(x)
     ax.set_ylabel("wall time (s)" if kind == "time" else "peak memory (MiB above baseline)")
     ax.set_title(f"{instance}: {kind} vs {x}, profile {profile}")
-    sizes = np.unique(sub[x].to_numpy(dtype=float))
-    ax.set_xticks(sizes)  # ticks at the sizes run, written as numbers
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    _log_ticks(ax.yaxis)
+    size_ticks(ax.xaxis, sub[x][sub[x] > 0])  # ticks at the sizes run
+    log_ticks(ax.yaxis)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="x-small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    # below the axes, so that no marker or fitted line is hidden under it
+    ax.legend(fontsize="xx-small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     return ax

@@ -74,28 +74,33 @@ def _figures(df, growth, prof, fig_dir: Path) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from cvxrank._style import style
     from cvxrank.study.plots import plot_performance_profile, plot_scaling
 
     fig_dir.mkdir(parents=True, exist_ok=True)
+    with style():
+        return _draw_figures(plt, df, growth, prof, fig_dir, plot_performance_profile, plot_scaling)
+
+
+def _draw_figures(plt, df, growth, prof, fig_dir, plot_performance_profile, plot_scaling) -> dict:
     made = {}
     for profile in pd.unique(df["profile"]):
         if (prof["profile"] == profile).any():
-            fig, ax = plt.subplots(figsize=(8, 4.2))
+            fig, ax = plt.subplots(figsize=(7.5, 4.0))
             plot_performance_profile(prof, ax, profile=profile)
             name = f"performance-profile-{profile}.png"
-            fig.savefig(fig_dir / name, dpi=110, bbox_inches="tight")
+            fig.savefig(fig_dir / name, bbox_inches="tight")
             plt.close(fig)
             made[("profile", profile)] = name
         for instance in pd.unique(df["instance"]):
             sub = df[(df["instance"] == instance) & (df["profile"] == profile)]
             if sub["pairs"].nunique() < 2 or not sub["found"].any():
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+            fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
             plot_scaling(df, growth, axes[0], profile=profile, instance=instance, y="wall_time")
             plot_scaling(df, growth, axes[1], profile=profile, instance=instance, y="peak_memory")
             name = f"scaling-{instance}-{profile}.png"
-            fig.tight_layout()
-            fig.savefig(fig_dir / name, dpi=110)
+            fig.savefig(fig_dir / name)
             plt.close(fig)
             made[("scaling", instance, profile)] = name
     return made
@@ -165,6 +170,12 @@ def _definition(df, study, time_limit) -> list[str]:
     if study is not None:
         solver, form, profile = study.reference
         table = options_table(study.solvers, study.profiles).rename_axis("solver")
+        caps = {s: o for s, o in study.solver_options.items() if o}
+        if caps:
+            out.append("- Solver options added to every run (e.g. `cvxrank compare`'s default iteration caps, "
+                       "the solver registry's `quick_max_iter`; a run that reaches a cap is a `user_limit` "
+                       "row): " + "; ".join(f"{s} " + ", ".join(f"{k}={v}" for k, v in o.items())
+                                            for s, o in caps.items()))
         if study.max_iter is not None:
             out.append(f"- Iteration cap per run: {study.max_iter:,} (each solver's own option name; not the "
                        "reference): a run that reaches it is a `user_limit` row on any machine")
