@@ -53,3 +53,29 @@ def assert_agree(a, b):
     assert np.linalg.norm(a.w - b.w) <= a.distance_bound + b.distance_bound, (a, b)
     rounding = 64 * np.finfo(float).eps * max(abs(a.qp_objective), abs(b.qp_objective))
     assert abs(a.qp_objective - b.qp_objective) <= max(a.gap_M, b.gap_M) + rounding, (a, b)
+
+
+def brute_force_pairs(data, tau=None, mu=None, margin=None):
+    """Pairs written out by hand from the raw data, independently of cvxrank's pair code.
+
+    Returns ``(D, c, m)``: the difference rows ``x_better − x_worse`` of every within-query pair of
+    different grades, the weights ``τ_(a,b) μ_q`` (``mu="balanced"``: (10) of SIGIR 2006, or None),
+    and the margins (1, or the ``"grade_difference"`` / ``"gain_difference"`` of the pair).
+    """
+    X, y, qid = data.X, data.y, data.qid
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    per_query = {q: sum(1 for i in np.flatnonzero(qid == q) for j in np.flatnonzero(qid == q) if y[i] > y[j])
+                 for q in np.unique(qid)}
+    top = max(per_query.values())
+    rows, cost, margins = [], [], []
+    for q in np.unique(qid):
+        idx = np.flatnonzero(qid == q)
+        for i in idx:
+            for j in idx:
+                if y[i] > y[j]:
+                    rows.append(X[i] - X[j])
+                    t = 1.0 if tau is None else tau[(y[i].item(), y[j].item())]
+                    cost.append(t * (1.0 if mu is None else top / per_query[q]))
+                    margins.append({None: 1.0, "grade_difference": y[i] - y[j],
+                                    "gain_difference": 2.0 ** y[i] - 2.0 ** y[j]}[margin])
+    return np.array(rows), np.array(cost), np.array(margins, dtype=float)

@@ -9,7 +9,7 @@ from cvxrank.formulations import build, build_dual, build_hinge, build_primal
 from cvxrank.objectives import dual_objective, hinge_objective, qp_objective
 from cvxrank.pairs import preference_pairs
 from cvxrank.solvers import SOLVERS, available_solvers, certify, solve
-from tests.conftest import CORE_CVXPY, Instance, assert_agree
+from tests.conftest import CORE_CVXPY, Instance, assert_agree, brute_force_pairs
 
 FORMS = ["primal", "lifted", "dual", "hinge"]
 #: OSQP's ADMM stalls on these forms on some instances (documented); the test
@@ -23,23 +23,8 @@ def independent_reference(inst):
     Returns ``(w_ref, bound)`` with ``bound = sqrt(2 G)``, ``G`` the duality gap of its own
     solution and constraint duals computed here in numpy: ``‖w_ref − w*‖ ≤ bound``.
     """
-    X, y, qid = inst.data.X, inst.data.y, inst.data.qid
-    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-    rows, cost = [], []
-    tau, mu = inst.tau, inst.mu
-    per_query = {q: sum(1 for i in np.flatnonzero(qid == q) for j in np.flatnonzero(qid == q) if y[i] > y[j])
-                 for q in np.unique(qid)}
-    top = max(per_query.values())
-    for q in np.unique(qid):
-        idx = np.flatnonzero(qid == q)
-        for i in idx:
-            for j in idx:
-                if y[i] > y[j]:
-                    rows.append(X[i] - X[j])
-                    t = 1.0 if tau is None else tau[(y[i].item(), y[j].item())]
-                    m = 1.0 if mu is None else top / per_query[q]
-                    cost.append(t * m / (2 * inst.lam))
-    D, C = np.array(rows), np.array(cost)
+    D, c, _ = brute_force_pairs(inst.data, inst.tau, inst.mu)
+    C = c / (2 * inst.lam)
     w, xi = cp.Variable(D.shape[1]), cp.Variable(D.shape[0])
     margin = D @ w + xi >= 1
     cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C @ xi), [margin, xi >= 0]).solve(

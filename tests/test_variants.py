@@ -11,7 +11,7 @@ import pytest
 import cvxrank as cr
 from cvxrank.exceptions import InaccurateSolutionWarning, SolverNotAvailableError, ValidationError
 from cvxrank.variants import Variant
-from tests.conftest import CORE_CVXPY
+from tests.conftest import CORE_CVXPY, brute_force_pairs
 
 TAU = {(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}
 VARIANTS = {
@@ -27,21 +27,7 @@ VARIANTS = {
 
 def reference(data, variant, lam):
     """The variant written from the raw data: pairs by brute force, (9) with its loss, margins, ℓ1, bounds."""
-    X, y, qid = np.asarray(data.X), data.y, data.qid
-    rows, cost, margin = [], [], []
-    per_query = {q: sum(1 for i in np.flatnonzero(qid == q) for j in np.flatnonzero(qid == q) if y[i] > y[j])
-                 for q in np.unique(qid)}
-    top = max(per_query.values())
-    for q in np.unique(qid):
-        idx = np.flatnonzero(qid == q)
-        for i in idx:
-            for j in idx:
-                if y[i] > y[j]:
-                    rows.append(X[i] - X[j])
-                    cost.append(TAU[(y[i].item(), y[j].item())] * top / per_query[q])
-                    margin.append({None: 1.0, "grade_difference": y[i] - y[j],
-                                   "gain_difference": 2.0 ** y[i] - 2.0 ** y[j]}[variant.margin])
-    D, c, m = np.array(rows), np.array(cost), np.array(margin, dtype=float)
+    D, c, m = brute_force_pairs(data, TAU, "balanced", variant.margin)
     w = cp.Variable(D.shape[1])
     t = cp.pos(m - D @ w)
     loss = c @ (cp.square(t) if variant.loss == "squared_hinge" else t)
