@@ -1,4 +1,7 @@
-"""Choosing tau (per grade pair) and mu (per query) for RSVM-IR (Cao et al., SIGIR 2006).
+"""
+# Choosing tau and mu for RSVM-IR
+
+Teaches: where the costs of RSVM-IR (Cao et al., SIGIR 2006) come from: tau per grade pair and mu per query.
 
 tau: the heuristic of Fig. 1 (ECML 2006) / section 5.2 (SIGIR 2006) swaps documents of two grades
 in each query's perfect ranking and averages the NDCG@1 drop. mu: equation (10) gives every

@@ -1,4 +1,5 @@
-"""Explore a formulation in twenty lines: a sparse, cost-sensitive Ranking SVM with a monotone feature.
+"""
+# Explore a formulation in twenty lines
 
 Teaches: a variant of the papers' problem (an elastic-net weight for sparsity, a feature whose weight
 must be non-negative) is declared on the problem object; three solvers solve it, every solution

@@ -1,4 +1,8 @@
-"""The listwise methods: ListMLE and cs-RgList (He et al., equation (3)), by Newton and by CVXPY.
+"""
+# The listwise methods: ListMLE and cs-RgList
+
+Teaches: the cost-sensitive listwise loss of He et al. (equation (3)), solved by Newton's method
+(Steps 1-5) and, as a check, by CVXPY's exponential cone.
 
 cs-RgList weighs position j of a query's perfect order by pCf^grade / (number of documents of
 that grade): mistakes on highly relevant documents cost more. The problem is smooth and strongly

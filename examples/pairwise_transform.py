@@ -1,9 +1,13 @@
-"""The pairwise transform, and the primal and the dual of Ranking SVM side by side.
+r"""
+# The pairwise transform, the primal and the dual
+
+Teaches: how Ranking SVM turns ranking into a classification of pairs, and how the QP (14) and its
+dual (18)-(19) of SIGIR 2006 give the same w, with the support vectors read off the dual.
 
 Ranking SVM turns a ranking problem into a classification of pairs: inside each query, every two
-documents with different grades give a pair d_i = x_better - x_worse that should score
-<w, d_i> >= 1. The QP (14) of SIGIR 2006 and its dual (18)-(19) give the same w through
-w = sum_i alpha_i d_i (16).
+documents with different grades give a pair $d_i = x_{better} - x_{worse}$ that should score
+$\langle w, d_i \rangle \ge 1$. The QP (14) of SIGIR 2006 and its dual (18)-(19) give the same $w$ through
+$w = \sum_i \alpha_i d_i$ (16).
 """
 import numpy as np
 

@@ -1,19 +1,28 @@
-"""Theorem 1 of Cao et al. (SIGIR 2006), checked by hand.
+r"""
+# Theorem 1 of SIGIR 2006, checked by hand
 
-The weighted hinge problem (9),  min_w  sum_i tau_k(i) mu_q(i) [1 - <w, d_i>]_+ + lambda ||w||^2,
-and the QP (14),  min  1/2 ||w||^2 + sum_i C_i xi_i  s.t. <w, d_i> >= 1 - xi_i, xi >= 0,
-have the same minimiser when C_i = tau_k(i) mu_q(i) / (2 lambda), and L(w) = 2 lambda M(w) at every w.
+Teaches: Theorem 1 of Cao et al. (SIGIR 2006) as numbers: the per-pair C_i = tau mu / (2 lambda)
+computed by hand, the same minimiser for (9) and (14), and L(w) = 2 lambda M(w) at every w.
+
+The weighted hinge problem (9),
+$\min_w \sum_i \tau_{k(i)} \mu_{q(i)} [1 - \langle w, d_i \rangle]_+ + \lambda \|w\|^2$, and the QP (14),
+$\min \frac12 \|w\|^2 + \sum_i C_i \xi_i$ s.t. $\langle w, d_i \rangle \ge 1 - \xi_i$, $\xi \ge 0$, have the same
+minimiser when $C_i = \tau_{k(i)} \mu_{q(i)} / (2 \lambda)$, and $L(w) = 2 \lambda M(w)$ at every $w$.
 """
+import matplotlib.pyplot as plt
 import numpy as np
 
 import cvxrank as cr
+from cvxrank.plots import plot_weighted_hinge
 
 data = cr.make_ranking(n_queries=6, docs_per_query=(4, 9), n_features=3, random_state=1)
 pairs = cr.make_pairs(data)
 tau = {(2, 1): 1.0, (2, 0): 3.0, (1, 0): 0.5}
 lam = 0.2
 
-# mu_q of (10) and C_i of Theorem 1, computed with a plain loop.
+# %%
+# ## The per-pair costs by hand
+# `mu_q` of (10) and `C_i` of Theorem 1, computed with a plain loop and compared with `theorem1_C`.
 per_query = {q: int(np.sum(pairs.query == j)) for j, q in enumerate(data.query_ids)}
 most = max(per_query.values())
 C = np.empty(pairs.n_pairs)
@@ -24,16 +33,38 @@ for i in range(pairs.n_pairs):
 weights = 2 * lam * C                                   # tau * mu
 print("C_i by hand equals theorem1_C:", np.allclose(C, cr.theorem1_C(cr.pair_weights(pairs, tau, "balanced"), lam)))
 
+# %%
+# ## The same minimiser
+# The hinge form (9) with weights `tau mu` and the QP (14) with `C_i`, each solved by Clarabel.
 hinge = cr.solve(cr.build_hinge(pairs, weights, lam), "clarabel")   # (9)
 qp = cr.solve(cr.build_primal(pairs, C), "clarabel")                # (14)
 print("w of (9): ", hinge.w.round(6))
 print("w of (14):", qp.w.round(6))
 print("max |difference|:", f"{np.abs(hinge.w - qp.w).max():.1e}")
 
-# L(w) = 2 lambda M(w) holds at any w, not only at the optimum.
+# %%
+# ## L(w) = 2 lambda M(w) at any w
+# With `xi_i = [1 - <w, d_i>]_+`, the two objectives are proportional everywhere, not only at the optimum.
 rng = np.random.default_rng(0)
 for _ in range(3):
     w = rng.standard_normal(3)
     L = cr.hinge_objective(pairs, w, weights, lam)
     M = cr.qp_objective(pairs, w, C)
     print(f"w = {w.round(3)}:  L = {L:.6f}  2 lambda M = {2 * lam * M:.6f}")
+
+# %%
+# ## The picture
+# Left: the pair losses of (9) are hinges with slopes `tau mu` (Fig. 2 of SIGIR 2006), one per cost
+# value of this problem. Right: both objectives along a line through the minimiser; the curve of
+# `2 lambda M` lies on that of `L`, and both bottom out at `t = 0`.
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+plot_weighted_hinge([weights.min(), np.median(weights), weights.max()], ax=left,
+                    title="pair losses of (9): smallest, median, largest tau mu")
+direction = rng.standard_normal(3)
+direction /= np.linalg.norm(direction)
+t = np.linspace(-1.0, 1.0, 101)
+line = [qp.w + s * direction for s in t]
+right.plot(t, [cr.hinge_objective(pairs, w, weights, lam) for w in line], lw=3, color="0.75", label="L(w*+tv), (9)")
+right.plot(t, [2 * lam * cr.qp_objective(pairs, w, C) for w in line], "k--", label="2 lambda M(w*+tv), (14)")
+right.set(xlabel="t", ylabel="objective", title="L = 2 lambda M along a line through w*")
+right.legend(frameon=False)
