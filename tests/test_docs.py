@@ -111,7 +111,7 @@ def test_equations_are_marked_for_mathjax(site):
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="headless Chromium is not installed")
 def test_mathjax_typesets_every_equation(site, tmp_path):
-    pages = MATH_PAGES + ["gallery/theorem1_by_hand", "variants", "solvers"]
+    pages = MATH_PAGES + ["gallery/theorem1_by_hand", "gallery/pairwise_transform", "core", "solvers", "listwise"]
     for name in pages:
         html = page(site, name)
         expected = html.count('class="arithmatex"')
