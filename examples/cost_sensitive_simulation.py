@@ -1,5 +1,5 @@
 """
-# Cost-sensitive versus plain Ranking SVM (the ECML 2006 simulation)
+# Cost-sensitive versus plain Ranking SVM
 
 Teaches: why a cost per grade pair changes the ranking direction, on the simulation of Xu et al.
 (ECML 2006), section 4.1, with the documents and both directions drawn as in the paper's Fig. 2.

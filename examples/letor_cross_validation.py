@@ -1,5 +1,5 @@
 """
-# Cross-validation on a real LETOR data set
+# Cross-validation on real LETOR data
 
 Teaches: the papers' experiment on real data: parameters chosen on held-out queries, NDCG@k, MAP
 and sign tests on ../shared/data/lightgbm_rank (skipped when the data set is absent).

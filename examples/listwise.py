@@ -1,5 +1,5 @@
 """
-# The listwise methods: ListMLE and cs-RgList
+# Listwise: ListMLE and cs-RgList
 
 Teaches: the cost-sensitive listwise loss of He et al. (equation (3)), solved by Newton's method
 (Steps 1-5) and, as a check, by CVXPY's exponential cone.

@@ -1,5 +1,5 @@
 r"""
-# The pairwise transform, the primal and the dual
+# The pairwise transform, primal and dual
 
 Teaches: how Ranking SVM turns ranking into a classification of pairs, and how the QP (14) and its
 dual (18)-(19) of SIGIR 2006 give the same w, with the support vectors read off the dual.

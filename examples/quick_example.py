@@ -1,5 +1,5 @@
 """
-# Quick example: one problem, three solvers, each solution certified
+# Quick example: one problem, three solvers, certified
 
 Teaches: a RankingProblem (data, one costs value, lambda) goes to any solver and comes back as a
 solution with its own certificate; Theorem 1 (L = 2 lambda M) holds at any w; and two solvers agree
