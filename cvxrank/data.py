@@ -351,13 +351,30 @@ def _needs_strict_check(path: str) -> bool:
     return False
 
 
+def _read_together(paths, n_features, read) -> list:
+    """``[X1, y1, q1, X2, ...]`` as :func:`sklearn.datasets.load_svmlight_files` gives them: one
+    feature count for all files (``n_features`` or the largest index), read in linear time."""
+    parts = [read(p) for p in paths]
+    width = max(X.shape[1] for X, _, _ in parts)
+    if n_features is not None and width > n_features:
+        raise ValueError(f"n_features was set to {n_features}, but input file contains {width} features")
+    width = n_features or width
+    out = []
+    for X, y, q in parts:
+        X = X.tocsr()
+        out += [sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width)), y, q]
+    return out
+
+
 def load_letor(path, n_features: int | None = None, *, dense: bool | None = None):
     """Read SVMlight/LETOR files with ``qid:`` fields.
 
     A line reads ``<grade> qid:<id> <index>:<value> ... # comment`` with
     1-based feature indices. Reading is done by scikit-learn's
-    :func:`sklearn.datasets.load_svmlight_files`; this function adds
-    validation and error messages that name the offending line.
+    :func:`sklearn.datasets.load_svmlight_file`, in byte ranges of 256 KiB
+    (:mod:`cvxrank._svmlight`: linear time, where one call with ``query_id=True``
+    takes quadratic time; parallel processes for files of 64 MiB and more);
+    this function adds validation and error messages that name the offending line.
 
     Parameters
     ----------
@@ -393,12 +410,10 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
         if os.path.getsize(p) == 0:
             raise ValidationError(f"{p}: the file is empty")
     check_letor_files(paths)  # before reading: an estimate from the files' sizes
-    from sklearn.datasets import load_svmlight_files
+    from cvxrank._svmlight import read_svmlight
 
     try:
-        loaded = load_svmlight_files(
-            paths, n_features=n_features, query_id=True, zero_based=False, dtype=np.float64
-        )
+        loaded = _read_together(paths, n_features, read_svmlight)
     except (ValueError, OverflowError) as exc:
         for p in paths:
             _check_letor_lines(p)  # raises with the line number when it finds the fault

@@ -1,0 +1,121 @@
+"""Read SVMlight/LETOR files in byte chunks, in linear time.
+
+scikit-learn's :func:`~sklearn.datasets.load_svmlight_file` with ``query_id=True`` takes time
+quadratic in the number of lines (measured with scikit-learn 1.9: 100k lines 1.5 s, 200k 9.0 s,
+400k 44 s, where ``query_id=False`` takes 0.28, 0.57 and 1.33 s). Its own ``offset``/``length``
+arguments read one byte range of a file, every line whose first byte lies in the range; so the
+file is read as consecutive ranges of ``chunk_bytes`` (each range small enough for the quadratic
+term to vanish) and the pieces are stacked. With ``n_jobs > 1`` the ranges are read in parallel
+(joblib processes). Compressed files (``.gz``, ``.bz2``) cannot be read by byte range and are read
+in one piece. This module does no validation: :func:`cvxrank.data.load_letor` checks the text.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["read_svmlight", "CHUNK_BYTES"]
+
+#: Bytes per range: about 3,000 lines of 10 features or 200 of 136, where the quadratic term costs nothing.
+CHUNK_BYTES = 256 * 2**10
+#: Files at least this large are read by parallel processes when n_jobs allows.
+PARALLEL_BYTES = 64 * 2**20
+_COMPRESSED = (".gz", ".bz2")
+
+
+#: scikit-learn needs a feature count to read a byte range; the largest index it accepts costs
+#: nothing in a CSR matrix (columns are not allocated) and the true count is taken afterwards.
+_ANY_WIDTH = 2**31 - 1
+
+
+def _read_range(path: str, offset: int, length: int):
+    from sklearn.datasets import load_svmlight_file
+
+    X, y, q = load_svmlight_file(path, n_features=_ANY_WIDTH, query_id=True, zero_based=False,
+                                 dtype=np.float64, offset=offset, length=length)
+    # 32-bit column indices (they fit: at most _ANY_WIDTH) halve what the pieces hold until stacked.
+    X = sp.csr_matrix((X.data, X.indices.astype(np.int32, copy=False), X.indptr), shape=X.shape)
+    return X, y, q
+
+
+def _is_data(line: bytes) -> bool:
+    return bool(line.split(b"#", 1)[0].split())
+
+
+def _ranges(path: str, size: int, chunk_bytes: int) -> list[tuple[int, int]]:
+    """``(offset, length)`` ranges that give every line to exactly one call of scikit-learn's reader.
+
+    Its rules: a call at ``offset > 0`` seeks there and drops the rest of that line (through its
+    newline); it then reads lines, and after each *data* line (not after a blank or comment line)
+    stops once it has passed ``offset + length``. So a range ends on the newline of a data line and
+    the next range starts on that newline: every line goes to one call, whatever the lengths of the
+    lines and wherever the comments are.
+    """
+    cuts = []
+    with open(path, "rb") as fh:
+        for start in range(chunk_bytes, size, chunk_bytes):
+            if cuts and cuts[-1] >= start:
+                continue  # lines longer than a chunk: the cut is already past this start
+            fh.seek(start - 1)
+            fh.readline()  # the rest of the line holding byte start - 1 (just its newline if it ends there)
+            while True:
+                line = fh.readline()
+                if not line.endswith(b"\n"):
+                    break  # the end of the file: no cut
+                if _is_data(line):
+                    cuts.append(fh.tell() - 1)
+                    break
+    starts = [0] + cuts
+    return [(o, (cuts[k] - o) if k < len(cuts) else -1) for k, o in enumerate(starts)]
+
+
+def read_svmlight(path, *, chunk_bytes: int = CHUNK_BYTES, n_jobs: int | None = None):
+    """``(X, y, qid)`` of one SVMlight file with ``qid:`` fields, as scikit-learn reads it.
+
+    Parameters
+    ----------
+    path : str or path-like
+    chunk_bytes : int, default 256 KiB
+        Bytes per range read by one call of scikit-learn's reader.
+    n_jobs : int, optional
+        Processes for files of at least 64 MiB (default: one per core, at most 4); smaller
+        files are read in this process.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix
+        ``n_documents x (largest feature index)``, 1-based indices of the file at columns 0, 1, ...
+    y : ndarray of float64
+    qid : ndarray of int64
+        Fewer entries than ``y`` when a line has no ``qid:`` field (scikit-learn's behaviour).
+
+    Raises
+    ------
+    ValueError, OverflowError
+        As scikit-learn's reader, for text it cannot read.
+    """
+    path = os.fspath(path)
+    size = os.path.getsize(path)
+    if path.endswith(_COMPRESSED) or size <= chunk_bytes:
+        from sklearn.datasets import load_svmlight_file
+
+        return load_svmlight_file(path, query_id=True, zero_based=False, dtype=np.float64)
+    ranges = _ranges(path, size, int(chunk_bytes))
+    if n_jobs is None:
+        n_jobs = min(4, os.cpu_count() or 1)
+    if n_jobs > 1 and size >= PARALLEL_BYTES:
+        from joblib import Parallel, delayed
+
+        parts = Parallel(n_jobs=n_jobs)(delayed(_read_range)(path, o, n) for o, n in ranges)
+    else:
+        parts = [_read_range(path, o, n) for o, n in ranges]
+    parts = [p for p in parts if p[0].shape[0] or p[2].shape[0]]
+    width = max((int(p[0].indices.max()) + 1 if p[0].nnz else 0) for p in parts)
+    X = sp.vstack([sp.csr_matrix((p[0].data, p[0].indices, p[0].indptr), shape=(p[0].shape[0], width))
+                   for p in parts], format="csr")
+    y = np.concatenate([p[1] for p in parts])
+    qid = np.concatenate([p[2] for p in parts]).astype(np.int64, copy=False)
+    return X, y, qid
