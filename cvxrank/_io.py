@@ -19,7 +19,7 @@ import tempfile
 
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["atomic_output", "frame_to_json", "plain_json", "write_atomic", "write_json"]
+__all__ = ["atomic_output", "check_outputs", "frame_to_json", "plain_json", "write_atomic", "write_json"]
 
 
 def _umask() -> int:
@@ -57,23 +57,98 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
             with open(path, mode, **kwargs) as fh:  # a device or FIFO: write through, never replace it
                 yield fh
         return
+    # The temporary file's name is chosen first and the file created inside the ``try``: a
+    # KeyboardInterrupt (or SIGTERM, which the CLI turns into SystemExit) at any point after its
+    # creation reaches the ``finally`` with the name set, so the file is removed.
     tmp = None
+    fd = None
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=suffix)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual permissions
         if want_path:
             os.close(fd)
+            fd = None
             yield tmp
         else:
-            with os.fdopen(fd, mode, **kwargs) as fh:
+            fh = os.fdopen(fd, mode, **kwargs)
+            fd = None
+            with fh:
                 yield fh
                 fh.flush()
                 os.fsync(fh.fileno())  # on disk before it takes the old file's place
         os.replace(tmp, path)
         tmp = None
     finally:
-        if tmp is not None and os.path.exists(tmp):
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_outputs(outputs, inputs=(), *, folders=()) -> None:
+    """Refuse, before any work is done, outputs that cannot be written or would destroy an input.
+
+    Parameters
+    ----------
+    outputs : iterable of path or None
+        Files a command will write (None entries are skipped). Each must not be a folder, its
+        folder must exist, and it must not be the same file as any of ``inputs`` (compared by
+        device and inode, so hard links, symbolic links and ``./x`` spellings are caught), nor
+        two outputs the same path.
+    inputs : iterable of path or None
+        Files the command reads. A folder among them stands for every file inside it (a LETOR
+        folds folder).
+    folders : iterable of path or None
+        Folders a command will create or write into: the parent must exist, the path must not be
+        a file, and no input may be the folder or lie inside it with a name the command writes.
+
+    Raises
+    ------
+    ValidationError
+        Naming the output and the reason.
+    """
+    ins = [os.fspath(p) for p in inputs if p is not None]
+    outs = [os.fspath(p) for p in outputs if p is not None]
+    seen = {}
+    for out in outs:
+        if os.path.isdir(out):
+            raise ValidationError(f"cannot write {out}: it is a folder")
+        folder = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(folder):
+            raise ValidationError(f"cannot write {out}: folder {folder} does not exist")
+        for inp in ins:
+            if _same_file(out, inp) or (os.path.isdir(inp) and os.path.exists(out) and any(
+                    _same_file(out, os.path.join(root, f)) for root, _, files in os.walk(inp) for f in files)):
+                raise ValidationError(f"refusing to write {out}: it is the input {inp} (an output never "
+                                      "replaces an input; choose another path)")
+        key = os.path.realpath(out)
+        if key in seen and not (os.path.exists(out) and not stat.S_ISREG(os.stat(out).st_mode)):
+            raise ValidationError(f"{seen[key]} and {out} are the same output file; choose two paths")
+        seen[key] = out
+    for folder in (os.fspath(p) for p in folders if p is not None):
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ValidationError(f"cannot write into {folder}: it is a file, not a folder")
+        parent = os.path.dirname(os.path.abspath(folder))
+        if not os.path.isdir(parent):
+            raise ValidationError(f"cannot write into {folder}: folder {parent} does not exist")
+        real = os.path.realpath(folder)
+        for inp in ins:
+            r = os.path.realpath(inp)
+            if r == real or (os.path.isfile(inp) and os.path.dirname(r) == real
+                             and os.path.basename(r) in _FOLDER_FILES):
+                raise ValidationError(f"refusing to write into {folder}: the input {inp} would be replaced")
+
+
+#: Names commands write into a folder they own (an input of that name in the folder is refused).
+_FOLDER_FILES = frozenset({"results.csv", "per_query.csv", "selection.csv", "sign_tests.csv", "report.md",
+                           "study.json", "commands.log", "theorem.csv"})
 
 
 def plain_json(obj):

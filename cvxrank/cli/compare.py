@@ -224,6 +224,13 @@ def run(args) -> int:
         write_report,
     )
 
+    from cvxrank._io import check_outputs
+
+    inputs = [s[len("letor:"):] for s in split(args.instances) if s.startswith("letor:")]
+    report = None if args.no_report else args.report
+    if report and os.path.realpath(os.path.dirname(os.path.abspath(report))) == os.path.realpath(args.out):
+        report = None if not os.path.isdir(args.out) else report  # --out is made by the run
+    check_outputs([report], inputs, folders=[args.out, args.figures])
     study = study_from_args(args)
     print(f"study {study.hash}: {len(study.instances)} instances, {study.n_runs} runs "
           f"(+ references), {args.timeout:g} s per run, output {args.out}")

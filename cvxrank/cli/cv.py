@@ -83,8 +83,11 @@ def splits_from_args(args):
 
 
 def run(args) -> int:
+    from cvxrank._io import check_outputs
     from cvxrank.experiments.cv import DEFAULT_METHODS, cross_validate
     from cvxrank.reporting import markdown_table
+
+    check_outputs([], [args.data, args.train, args.test, args.folds], folders=[args.out])
 
     try:
         ks = tuple(int(k) for k in split(args.k))

@@ -73,6 +73,9 @@ def run(args) -> int:
     from cvxrank.estimators.methods import make_ranker, method_label
     from cvxrank.metrics import ndcg_score
 
+    from cvxrank._io import check_outputs
+
+    check_outputs([args.model], [args.train])  # before the (maybe long) fit, not after
     model = make_ranker(args.method, **ranker_params(args))
     data = load_letor(args.train)
     # The training NDCG is reported after the fit: grades it cannot score (2**y overflowing) fail

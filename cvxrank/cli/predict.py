@@ -41,6 +41,9 @@ def predict_file(model_path: str, data_path: str):
 
 
 def run(args) -> int:
+    from cvxrank._io import check_outputs
+
+    check_outputs([args.output], [args.model, args.data])
     _, _, scores = predict_file(args.model, args.data)
     text = format_scores(scores)
     if args.output:

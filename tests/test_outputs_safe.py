@@ -1,0 +1,190 @@
+"""Issue 13: an output never replaces an input; interrupts leave no temporary file; only user errors
+exit 2. Every case goes through the CLI in a subprocess, as a user would meet it. No device node of
+the machine is touched: the "devices" here are FIFOs and symbolic links made in tmp_path."""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cvxrank.data import save_letor
+from cvxrank.datasets import make_ranking
+
+ENV = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+
+
+def cli(*args, cwd, timeout=240, env=None):
+    return subprocess.run([sys.executable, "-m", "cvxrank.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=env or ENV)
+
+
+@pytest.fixture
+def work(tmp_path):
+    save_letor(make_ranking(n_queries=4, n_features=3, random_state=0), tmp_path / "d.letor")
+    return tmp_path
+
+
+def _n_docs(work):
+    return sum(1 for line in (work / "d.letor").read_text().splitlines() if line.strip() and line[0] != "#")
+
+
+def _fit(work):
+    r = cli("fit", "d.letor", "--model", "m.json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    return work / "m.json"
+
+
+def _refused(r, what):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "refusing to write" in lines[0] and what in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("spelling", ["d.letor", "./d.letor", "link.letor", "hard.letor"])
+def test_fit_refuses_to_write_the_model_over_its_training_file(work, spelling):
+    os.symlink("d.letor", work / "link.letor")
+    os.link(work / "d.letor", work / "hard.letor")
+    before = (work / "d.letor").read_bytes()
+    r = cli("fit", "d.letor", "--model", spelling, "--solver", "clarabel", cwd=work)
+    _refused(r, spelling)
+    assert "RankSVM on" not in r.stdout  # refused before the fit, not after
+    assert (work / "d.letor").read_bytes() == before
+    assert os.path.islink(work / "link.letor")
+
+
+def test_predict_refuses_its_data_and_its_model_as_output(work):
+    _fit(work)
+    data, model = (work / "d.letor").read_bytes(), (work / "m.json").read_bytes()
+    _refused(cli("predict", "m.json", "d.letor", "--output", "d.letor", cwd=work), "d.letor")
+    _refused(cli("predict", "m.json", "d.letor", "--output", "m.json", cwd=work), "m.json")
+    assert (work / "d.letor").read_bytes() == data and (work / "m.json").read_bytes() == model
+
+
+def test_evaluate_refuses_inputs_and_writes_all_outputs_or_none(work):
+    _fit(work)
+    _refused(cli("evaluate", "d.letor", "--model", "m.json", "--json", "m.json", cwd=work), "m.json")
+    r = cli("evaluate", "d.letor", "--model", "m.json", "--json", "a.json", "--per-query", "missing/pq.csv",
+            cwd=work)
+    assert r.returncode == 2 and "missing" in r.stderr
+    assert not (work / "a.json").exists()  # the first output is not written when the second cannot be
+    r = cli("evaluate", "d.letor", "--model", "m.json", "--json", "a.json", "--per-query", "a.json", cwd=work)
+    assert r.returncode == 2 and "same output" in r.stderr and not (work / "a.json").exists()
+
+
+def test_compare_and_cv_refuse_to_overwrite_their_letor_input(work):
+    before = (work / "d.letor").read_bytes()
+    r = cli("compare", "--instances", "letor:d.letor", "--solvers", "clarabel", "--formulations", "primal",
+            "--out", "st", "--report", "d.letor", "--no-progress", cwd=work)
+    _refused(r, "d.letor")
+    assert not (work / "st").exists()  # refused before the study started
+    os.mkdir(work / "cvout")
+    os.replace(work / "d.letor", work / "cvout" / "results.csv")
+    r = cli("cv", "--data", "cvout/results.csv", "--out", "cvout", "--methods", "ranksvm", cwd=work)
+    assert r.returncode == 2 and "refusing to write into cvout" in r.stderr, r.stderr
+    assert (work / "cvout" / "results.csv").read_bytes() == before
+
+
+def test_output_through_a_symlink_replaces_the_target_and_keeps_the_link(work):
+    _fit(work)
+    os.symlink("scores.txt", work / "s.link")
+    r = cli("predict", "m.json", "d.letor", "--output", "s.link", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert os.path.islink(work / "s.link")
+    assert len((work / "scores.txt").read_text().split()) == _n_docs(work)
+
+
+def test_output_into_a_fifo_is_written_through(work):
+    _fit(work)
+    fifo = work / "pipe"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "cvxrank.cli", "predict", "m.json", "d.letor", "--output", "pipe"],
+                            cwd=work, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(fifo, encoding="utf-8") as fh:
+        text = fh.read()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert len(text.split()) == _n_docs(work)
+    assert all(abs(float(v)) < 1e6 for v in text.split())
+    assert os.path.exists(fifo) and not os.path.isfile(fifo)  # still a FIFO, not replaced by a file
+    assert not glob.glob(str(work / ".cvxrank-*"))
+
+
+# --- 6. interrupts ---------------------------------------------------------------------------
+
+SLOW_WRITER = """
+import sys, time
+from cvxrank import _io
+import cvxrank.cli as cli
+
+def slow(args):
+    with _io.atomic_output(args[0]) as fh:
+        fh.write("partial")
+        print("writing", flush=True)
+        time.sleep(60)
+    return 0
+
+cli._terminate_as_interrupt()  # the CLI's SIGTERM handler is what is tested
+try:
+    slow(sys.argv[1:])
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_no_temporary_file_survives_sigint_or_sigterm(tmp_path, sig):
+    (tmp_path / "out.txt").write_text("old\n")
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, "out.txt"], cwd=tmp_path, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    assert glob.glob(str(tmp_path / ".cvxrank-*.tmp"))  # the temporary file exists while writing
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert not glob.glob(str(tmp_path / ".cvxrank-*"))
+    assert (tmp_path / "out.txt").read_text() == "old\n"  # the old file is kept
+
+
+def test_sigterm_ends_a_cli_command_as_interrupted(work):
+    proc = subprocess.Popen([sys.executable, "-m", "cvxrank.cli", "compare", "--instances", "ecml", "--sizes",
+                             "200", "--solvers", "clarabel", "--formulations", "lifted", "--out", "st",
+                             "--no-progress"], cwd=work, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(6)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the study finished before the signal")
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err
+    assert not glob.glob(str(work / "**" / ".cvxrank-*.tmp"), recursive=True)
+
+
+# --- 9. user errors exit 2, bugs exit 1 --------------------------------------------------------
+
+def test_a_bug_is_reported_as_a_bug_not_as_a_user_error(work):
+    code = ("import sys, cvxrank.cli.predict as p\n"
+            "def boom(args):\n    raise ValueError('internal detail')\n"
+            "p.run = boom\n"
+            "import cvxrank.cli as c\nsys.exit(c.main(sys.argv[1:]))\n")
+    r = subprocess.run([sys.executable, "-c", code, "predict", "m.json", "d.letor"], cwd=work, env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "internal error (a bug in cvxrank)" in lines[0] and "CVXRANK_TRACEBACK=1" in lines[0]
+    r = subprocess.run([sys.executable, "-c", code, "predict", "m.json", "d.letor"], cwd=work,
+                       env={**ENV, "CVXRANK_TRACEBACK": "1"}, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" in r.stderr and "internal detail" in r.stderr
+
+
+def test_a_user_error_is_one_line_and_exit_2(work):
+    r = cli("predict", "nothere.json", "d.letor", cwd=work)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
