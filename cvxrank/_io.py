@@ -19,7 +19,8 @@ import tempfile
 
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["atomic_output", "check_outputs", "frame_to_json", "plain_json", "write_atomic", "write_json"]
+__all__ = ["OWNER_FILE", "LOCK_FILE", "atomic_output", "check_outputs", "claim_folder", "folder_lock", "folder_owner",
+           "frame_to_json", "plain_json", "write_atomic", "write_json"]
 
 
 def _umask() -> int:
@@ -190,3 +191,91 @@ def write_atomic(path, text: str) -> None:
 def write_json(path, obj) -> None:
     """:func:`write_atomic` of ``obj`` as indented JSON (floats written in full, as Python's repr)."""
     write_atomic(path, json.dumps(plain_json(obj), indent=2, allow_nan=False) + "\n")
+
+
+#: The file that names the command owning a folder (``cvxrank compare``, ``cv``, ``demo``).
+OWNER_FILE = ".cvxrank-owner.json"
+#: The file a command holds an exclusive lock on while it writes into its folder.
+LOCK_FILE = ".cvxrank-lock"
+#: Files that show which command made a folder written before owner files existed.
+_SIGNS = {"study.json": "compare", "selection.csv": "cv", "results.json": "demo"}
+
+
+def folder_owner(folder) -> str | None:
+    """The command that owns ``folder`` (from its owner file, else from the files it holds), or None."""
+    folder = os.fspath(folder)
+    path = os.path.join(folder, OWNER_FILE)
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return str(json.load(fh).get("command"))
+        except (OSError, ValueError, AttributeError):
+            return "unknown"
+    for name, command in _SIGNS.items():
+        if os.path.exists(os.path.join(folder, name)):
+            return command
+    return None
+
+
+def claim_folder(folder, command: str, *, overwrite: bool = False, create: bool = True) -> None:
+    """Refuse ``folder`` if another command owns it (unless ``overwrite``); else mark it as ``command``'s.
+
+    A folder that does not exist yet, or is empty, is claimed. A folder holding files of no known
+    command (a user's folder) is refused too, unless ``overwrite``: the command would write over them.
+    With ``create=False`` only the check is made (before a long computation; nothing is written).
+
+    Raises
+    ------
+    ValidationError
+        Naming the folder, its owner and ``--overwrite``.
+    """
+    folder = os.fspath(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValidationError(f"cannot write into {folder}: it is a file, not a folder")
+    if os.path.isdir(folder) and not overwrite:
+        owner = folder_owner(folder)
+        others = [n for n in os.listdir(folder) if n not in (OWNER_FILE, LOCK_FILE)]
+        if owner is None and others:
+            raise ValidationError(f"{folder} holds files not written by cvxrank ({', '.join(sorted(others)[:3])}"
+                                  f"{', ...' if len(others) > 3 else ''}); choose an empty or new folder, or pass "
+                                  "--overwrite")
+        if owner is not None and owner != command:
+            raise ValidationError(f"{folder} belongs to 'cvxrank {owner}', not 'cvxrank {command}'; choose another "
+                                  "folder, or pass --overwrite to write into it anyway")
+    if not create:
+        return
+    os.makedirs(folder, exist_ok=True)
+    if folder_owner(folder) != command or not os.path.isfile(os.path.join(folder, OWNER_FILE)):
+        write_json(os.path.join(folder, OWNER_FILE), {"command": command})
+
+
+@contextlib.contextmanager
+def folder_lock(folder):
+    """Hold an exclusive lock on ``folder`` (``fcntl.flock`` on its :data:`LOCK_FILE`) while writing.
+
+    A second command writing into the same folder at the same time is refused at once, not queued:
+    two studies appending to one ``results.csv`` would store every run twice. The lock ends with
+    the process, however it ends.
+
+    Raises
+    ------
+    ValidationError
+        When another process holds the lock.
+    """
+    import fcntl
+
+    folder = os.fspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    fd = os.open(os.path.join(folder, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            raise ValidationError(f"another cvxrank command{f' (process {holder})' if holder else ''} is writing "
+                                  f"into {folder}; wait for it to finish, or choose another folder") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -226,3 +226,85 @@ def test_a_worker_leaves_the_terminal_group_and_stops_between_runs_on_sigint(tmp
     assert statuses == ["optimal"]
     assert own_group  # a terminal's Ctrl-C (sent to the foreground group) does not reach the worker
 
+
+
+# --- 2, 3. folders are owned by one command and locked while written ---------------------------
+
+QUICK_COMPARE = ("compare", "--instances", "ecml", "--sizes", "2", "--solvers", "clarabel", "--formulations",
+                 "primal", "--profiles", "low", "--no-progress", "--no-report")
+
+
+def test_cv_refuses_a_compare_folder_and_compare_refuses_a_cv_folder(work):
+    r = cli(*QUICK_COMPARE, "--out", "st", cwd=work)
+    assert r.returncode == 0, r.stderr
+    results = (work / "st" / "results.csv").read_bytes()
+    r = cli("cv", "--out", "st", "--methods", "ranksvm", "--queries", "9", "--n-folds", "3", cwd=work)
+    assert r.returncode == 2 and "belongs to 'cvxrank compare'" in r.stderr and "--overwrite" in r.stderr, r.stderr
+    assert "cross-validation on" not in r.stdout  # refused before the cross-validation ran
+    assert (work / "st" / "results.csv").read_bytes() == results
+    r = cli(*QUICK_COMPARE, "--out", "st", cwd=work)  # its own folder: a resume
+    assert r.returncode == 0 and "0 runs ran now" in r.stdout, r.stdout + r.stderr
+    r = cli("cv", "--out", "cvdir", "--methods", "ranksvm", "--queries", "9", "--n-folds", "3", cwd=work)
+    assert r.returncode == 0, r.stderr
+    r = cli(*QUICK_COMPARE, "--out", "cvdir", cwd=work)
+    assert r.returncode == 2 and "belongs to 'cvxrank cv'" in r.stderr, r.stderr
+    r = cli("demo", "--quick", "--out", "st", cwd=work)
+    assert r.returncode == 2 and "belongs to 'cvxrank compare'" in r.stderr, r.stderr
+    assert (work / "st" / "results.csv").read_bytes() == results
+
+
+def test_a_folder_of_user_files_is_not_written_into_without_overwrite(work):
+    (work / "mine").mkdir()
+    (work / "mine" / "notes.txt").write_text("mine\n")
+    r = cli("cv", "--out", "mine", "--methods", "ranksvm", "--queries", "9", "--n-folds", "3", cwd=work)
+    assert r.returncode == 2 and "not written by cvxrank" in r.stderr, r.stderr
+
+
+HOLD_LOCK = """
+import sys, time
+from cvxrank._io import folder_lock
+with folder_lock(sys.argv[1]):
+    print("locked", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_second_compare_into_a_locked_folder_refuses(work):
+    r = cli(*QUICK_COMPARE, "--out", "st", cwd=work)
+    assert r.returncode == 0, r.stderr
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, "st"], cwd=work, env=ENV, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = cli(*QUICK_COMPARE, "--out", "st", cwd=work)
+        assert r.returncode == 2 and "is writing into st" in r.stderr and str(holder.pid) in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    finally:
+        holder.kill()
+        holder.wait()
+    r = cli(*QUICK_COMPARE, "--out", "st", cwd=work)  # the lock ends with its process
+    assert r.returncode == 0, r.stderr
+
+
+def test_two_concurrent_compares_store_each_run_once(work):
+    args = [sys.executable, "-m", "cvxrank.cli", *QUICK_COMPARE, "--sizes", "2,3", "--out", "st"]
+    procs = [subprocess.Popen(args, cwd=work, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [p.communicate(timeout=240) + (p.returncode,) for p in procs]
+    codes = sorted(r[2] for r in results)
+    assert codes[0] == 0 and codes[1] in (0, 2), results
+    import pandas as pd
+
+    df = pd.read_csv(work / "st" / "results.csv")
+    assert not df.duplicated(["instance", "size", "formulation", "solver", "profile"]).any()
+
+
+# --- 11. files and folders follow the umask ----------------------------------------------------
+
+def test_save_letor_follows_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        save_letor(make_ranking(n_queries=2, n_features=2, random_state=0), tmp_path / "x.letor")
+    finally:
+        os.umask(old)
+    assert (os.stat(tmp_path / "x.letor").st_mode & 0o777) == 0o644

@@ -67,7 +67,8 @@ def add_arguments(parser) -> None:
                                                                "of N worker processes started for this study")
     parser.add_argument("--connect-timeout", type=float, default=5.0, dest="connect_timeout",
                         help="seconds to wait for the Dask scheduler (default 5)")
-    parser.add_argument("--overwrite", action="store_true", help="replace results of another study in --out")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace results of another study in --out, or write into a folder of another command")
     parser.add_argument("--report", metavar="PATH", help="where the Markdown report goes (default OUT/report.md)")
     parser.add_argument("--figures", metavar="DIR", help="where its figures go (default: figures/ next to it)")
     parser.add_argument("--title", default="Solver comparison study", help="title of the report")
@@ -224,7 +225,7 @@ def run(args) -> int:
         write_report,
     )
 
-    from cvxrank._io import check_outputs
+    from cvxrank._io import check_outputs, claim_folder, folder_lock
 
     inputs = [s[len("letor:"):] for s in split(args.instances) if s.startswith("letor:")]
     report = None if args.no_report else args.report
@@ -232,6 +233,22 @@ def run(args) -> int:
         report = None if not os.path.isdir(args.out) else report  # --out is made by the run
     check_outputs([report], inputs, folders=[args.out, args.figures])
     study = study_from_args(args)
+    claim_folder(args.out, "compare", overwrite=args.overwrite)
+    with folder_lock(args.out):
+        return _run(args, study)
+
+
+def _run(args, study) -> int:
+    import os
+    import time
+
+    from cvxrank.study import (
+        run_study,
+        shifted_geometric_means,
+        success_rates,
+        write_report,
+    )
+
     print(f"study {study.hash}: {len(study.instances)} instances, {study.n_runs} runs "
           f"(+ references), {args.timeout:g} s per run, output {args.out}")
     df = run_study(study, args.out, jobs=args.jobs, scheduler=args.scheduler, overwrite=args.overwrite,
