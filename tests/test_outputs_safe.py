@@ -308,3 +308,50 @@ def test_save_letor_follows_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert (os.stat(tmp_path / "x.letor").st_mode & 0o777) == 0o644
+
+
+# --- 7, 8. values checked before the first run; one line, never a traceback ---------------------
+
+@pytest.mark.parametrize("extra, words", [
+    (["--seed", "-1"], "--seed"), (["--timeout", "nan"], "--timeout"), (["--timeout", "inf"], "--timeout"),
+    (["--connect-timeout", "-1"], "--connect-timeout"), (["--jobs", "0"], "--jobs"),
+    (["--max-iter", "9223372036854775808"], "--max-iter"), (["--solvers", "clarabel,clarabel"], "more than once"),
+    (["--lams", "1,1"], "more than once"), (["--tau", "2-1=nan,2-0=1,1-0=1"], "finite"),
+    (["--scheduler", "nonsense"], "not an address"),
+])
+def test_compare_refuses_bad_values_in_one_line_before_any_run(work, extra, words):
+    r = cli(*QUICK_COMPARE, "--out", "st", *extra, cwd=work)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], r.stderr
+    assert not (work / "st" / "results.csv").exists() or extra[0] == "--scheduler"
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--solver", "clarabel", "--max-iter", "9223372036854775808"], "--max-iter"),
+    (["--solver", "osqp", "--max-iter", "2147483648"], "--max-iter"),
+    (["--C", "1e308"], "underflows"),
+])
+def test_fit_refuses_unusable_values_in_one_line(work, extra, words):
+    r = cli("fit", "d.letor", "--model", "m.json", *extra, cwd=work)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, r.stderr
+    assert not (work / "m.json").exists()
+
+
+@pytest.mark.parametrize("extra", [["--method", "listmle", "--C", "1e300"], ["--method", "rsvm-ir-gd", "--lam", "1e-300"]])
+def test_extreme_costs_save_a_model_with_null_for_infinite_summaries(work, extra):
+    r = cli("fit", "d.letor", "--model", "m.json", *extra, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert cli("predict", "m.json", "d.letor", cwd=work).returncode == 0
+
+
+def test_predict_refuses_to_write_non_finite_scores(work):
+    import json
+
+    _fit(work)
+    doc = json.loads((work / "m.json").read_text())
+    doc["coef"] = [1e308] * len(doc["coef"])
+    (work / "big.json").write_text(json.dumps(doc))
+    r = cli("predict", "big.json", "d.letor", "--output", "s.txt", cwd=work)
+    assert r.returncode == 2 and "non-finite" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (work / "s.txt").exists()

@@ -37,7 +37,16 @@ def predict_file(model_path: str, data_path: str):
                               f"with {model.n_features_in_}")
     if data.n_features < model.n_features_in_:  # the file's highest feature index may simply be lower
         data = load_letor(data_path, n_features=model.n_features_in_)
-    return model, data, model.decision_function(data.X)
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in one line
+        scores = model.decision_function(data.X)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        raise ValidationError(f"the model gives {bad.size} non-finite score(s) on {data_path} (first: document "
+                              f"{bad[0] + 1}, {scores[bad[0]]}); its weights are too large for this data; "
+                              "nothing written")
+    return model, data, scores
 
 
 def run(args) -> int:
