@@ -355,3 +355,52 @@ def test_predict_refuses_to_write_non_finite_scores(work):
     r = cli("predict", "big.json", "d.letor", "--output", "s.txt", cwd=work)
     assert r.returncode == 2 and "non-finite" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (work / "s.txt").exists()
+
+
+# --- 5, 8. compressed files, pipes and folders as data ------------------------------------------
+
+@pytest.mark.parametrize("codec", ["gzip", "bz2", "lzma"])
+def test_compressed_letor_reads_as_its_text_and_is_checked_strictly(work, codec):
+    import importlib
+    import re
+
+    import numpy as np
+
+    from cvxrank.data import load_letor
+
+    mod = importlib.import_module(codec)
+    text = (work / "d.letor").read_bytes()
+    with mod.open(work / "d.z", "wb") as fh:
+        fh.write(text)
+    a, b = load_letor(work / "d.letor"), load_letor(work / "d.z")
+    assert np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y) and np.array_equal(a.qid, b.qid)
+    lines = text.split(b"\n")
+    lines[2] = re.sub(rb" 1:\S+", b" 1:1_000", lines[2])
+    with mod.open(work / "bad.z", "wb") as fh:
+        fh.write(b"\n".join(lines))
+    r = cli("fit", "bad.z", "--model", "m.json", cwd=work)
+    assert r.returncode == 2 and "line 3" in r.stderr and "1_000" in r.stderr, r.stderr
+    lines = text.split(b"\n")
+    lines[3] = lines[3].replace(b"qid:", b"qidx:")
+    with mod.open(work / "bad.z", "wb") as fh:
+        fh.write(b"\n".join(lines))
+    r = cli("fit", "bad.z", "--model", "m.json", cwd=work)
+    assert r.returncode == 2 and "line 4" in r.stderr, r.stderr
+
+
+def test_a_fifo_is_read_and_a_folder_is_named_as_one(work):
+    _fit(work)
+    fifo = work / "in.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "cvxrank.cli", "predict", "m.json", "in.fifo"], cwd=work,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(fifo, "wb") as fh:
+        fh.write((work / "d.letor").read_bytes())
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out == cli("predict", "m.json", "d.letor", cwd=work).stdout
+    r = subprocess.run(["bash", "-c", f"'{sys.executable}' -m cvxrank.cli fit <(cat d.letor) --model p.json"],
+                       cwd=work, env=ENV, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = cli("fit", ".", "--model", "x.json", cwd=work)
+    assert r.returncode == 2 and "is a directory" in r.stderr, r.stderr
