@@ -19,7 +19,8 @@ import tempfile
 
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["atomic_output", "frame_to_json", "plain_json", "write_atomic", "write_json"]
+__all__ = ["OWNER_FILE", "LOCK_FILE", "atomic_output", "check_outputs", "claim_folder", "folder_lock", "folder_owner",
+           "frame_to_json", "plain_json", "write_atomic", "write_json"]
 
 
 def _umask() -> int:
@@ -57,23 +58,98 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
             with open(path, mode, **kwargs) as fh:  # a device or FIFO: write through, never replace it
                 yield fh
         return
+    # The temporary file's name is chosen first and the file created inside the ``try``: a
+    # KeyboardInterrupt (or SIGTERM, which the CLI turns into SystemExit) at any point after its
+    # creation reaches the ``finally`` with the name set, so the file is removed.
     tmp = None
+    fd = None
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=suffix)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual permissions
         if want_path:
             os.close(fd)
+            fd = None
             yield tmp
         else:
-            with os.fdopen(fd, mode, **kwargs) as fh:
+            fh = os.fdopen(fd, mode, **kwargs)
+            fd = None
+            with fh:
                 yield fh
                 fh.flush()
                 os.fsync(fh.fileno())  # on disk before it takes the old file's place
         os.replace(tmp, path)
         tmp = None
     finally:
-        if tmp is not None and os.path.exists(tmp):
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_outputs(outputs, inputs=(), *, folders=()) -> None:
+    """Refuse, before any work is done, outputs that cannot be written or would destroy an input.
+
+    Parameters
+    ----------
+    outputs : iterable of path or None
+        Files a command will write (None entries are skipped). Each must not be a folder, its
+        folder must exist, and it must not be the same file as any of ``inputs`` (compared by
+        device and inode, so hard links, symbolic links and ``./x`` spellings are caught), nor
+        two outputs the same path.
+    inputs : iterable of path or None
+        Files the command reads. A folder among them stands for every file inside it (a LETOR
+        folds folder).
+    folders : iterable of path or None
+        Folders a command will create or write into: the parent must exist, the path must not be
+        a file, and no input may be the folder or lie inside it with a name the command writes.
+
+    Raises
+    ------
+    ValidationError
+        Naming the output and the reason.
+    """
+    ins = [os.fspath(p) for p in inputs if p is not None]
+    outs = [os.fspath(p) for p in outputs if p is not None]
+    seen = {}
+    for out in outs:
+        if os.path.isdir(out):
+            raise ValidationError(f"cannot write {out}: it is a folder")
+        folder = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(folder):
+            raise ValidationError(f"cannot write {out}: folder {folder} does not exist")
+        for inp in ins:
+            if _same_file(out, inp) or (os.path.isdir(inp) and os.path.exists(out) and any(
+                    _same_file(out, os.path.join(root, f)) for root, _, files in os.walk(inp) for f in files)):
+                raise ValidationError(f"refusing to write {out}: it is the input {inp} (an output never "
+                                      "replaces an input; choose another path)")
+        key = os.path.realpath(out)
+        if key in seen and not (os.path.exists(out) and not stat.S_ISREG(os.stat(out).st_mode)):
+            raise ValidationError(f"{seen[key]} and {out} are the same output file; choose two paths")
+        seen[key] = out
+    for folder in (os.fspath(p) for p in folders if p is not None):
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ValidationError(f"cannot write into {folder}: it is a file, not a folder")
+        parent = os.path.dirname(os.path.abspath(folder))
+        if not os.path.isdir(parent):
+            raise ValidationError(f"cannot write into {folder}: folder {parent} does not exist")
+        real = os.path.realpath(folder)
+        for inp in ins:
+            r = os.path.realpath(inp)
+            if r == real or (os.path.isfile(inp) and os.path.dirname(r) == real
+                             and os.path.basename(r) in _FOLDER_FILES):
+                raise ValidationError(f"refusing to write into {folder}: the input {inp} would be replaced")
+
+
+#: Names commands write into a folder they own (an input of that name in the folder is refused).
+_FOLDER_FILES = frozenset({"results.csv", "per_query.csv", "selection.csv", "sign_tests.csv", "report.md",
+                           "study.json", "commands.log", "theorem.csv"})
 
 
 def plain_json(obj):
@@ -115,3 +191,91 @@ def write_atomic(path, text: str) -> None:
 def write_json(path, obj) -> None:
     """:func:`write_atomic` of ``obj`` as indented JSON (floats written in full, as Python's repr)."""
     write_atomic(path, json.dumps(plain_json(obj), indent=2, allow_nan=False) + "\n")
+
+
+#: The file that names the command owning a folder (``cvxrank compare``, ``cv``, ``demo``).
+OWNER_FILE = ".cvxrank-owner.json"
+#: The file a command holds an exclusive lock on while it writes into its folder.
+LOCK_FILE = ".cvxrank-lock"
+#: Files that show which command made a folder written before owner files existed.
+_SIGNS = {"study.json": "compare", "selection.csv": "cv", "results.json": "demo"}
+
+
+def folder_owner(folder) -> str | None:
+    """The command that owns ``folder`` (from its owner file, else from the files it holds), or None."""
+    folder = os.fspath(folder)
+    path = os.path.join(folder, OWNER_FILE)
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return str(json.load(fh).get("command"))
+        except (OSError, ValueError, AttributeError):
+            return "unknown"
+    for name, command in _SIGNS.items():
+        if os.path.exists(os.path.join(folder, name)):
+            return command
+    return None
+
+
+def claim_folder(folder, command: str, *, overwrite: bool = False, create: bool = True) -> None:
+    """Refuse ``folder`` if another command owns it (unless ``overwrite``); else mark it as ``command``'s.
+
+    A folder that does not exist yet, or is empty, is claimed. A folder holding files of no known
+    command (a user's folder) is refused too, unless ``overwrite``: the command would write over them.
+    With ``create=False`` only the check is made (before a long computation; nothing is written).
+
+    Raises
+    ------
+    ValidationError
+        Naming the folder, its owner and ``--overwrite``.
+    """
+    folder = os.fspath(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValidationError(f"cannot write into {folder}: it is a file, not a folder")
+    if os.path.isdir(folder) and not overwrite:
+        owner = folder_owner(folder)
+        others = [n for n in os.listdir(folder) if n not in (OWNER_FILE, LOCK_FILE)]
+        if owner is None and others:
+            raise ValidationError(f"{folder} holds files not written by cvxrank ({', '.join(sorted(others)[:3])}"
+                                  f"{', ...' if len(others) > 3 else ''}); choose an empty or new folder, or pass "
+                                  "--overwrite")
+        if owner is not None and owner != command:
+            raise ValidationError(f"{folder} belongs to 'cvxrank {owner}', not 'cvxrank {command}'; choose another "
+                                  "folder, or pass --overwrite to write into it anyway")
+    if not create:
+        return
+    os.makedirs(folder, exist_ok=True)
+    if folder_owner(folder) != command or not os.path.isfile(os.path.join(folder, OWNER_FILE)):
+        write_json(os.path.join(folder, OWNER_FILE), {"command": command})
+
+
+@contextlib.contextmanager
+def folder_lock(folder):
+    """Hold an exclusive lock on ``folder`` (``fcntl.flock`` on its :data:`LOCK_FILE`) while writing.
+
+    A second command writing into the same folder at the same time is refused at once, not queued:
+    two studies appending to one ``results.csv`` would store every run twice. The lock ends with
+    the process, however it ends.
+
+    Raises
+    ------
+    ValidationError
+        When another process holds the lock.
+    """
+    import fcntl
+
+    folder = os.fspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    fd = os.open(os.path.join(folder, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            raise ValidationError(f"another cvxrank command{f' (process {holder})' if holder else ''} is writing "
+                                  f"into {folder}; wait for it to finish, or choose another folder") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -230,10 +230,17 @@ def letor_read_bytes(path) -> int:
     return int(LETOR_BYTES_PER_VALUE * max(values, 1) * size / len(head))
 
 
-def check_letor_files(paths) -> None:
-    """Refuse to read LETOR files (read together) whose estimated footprint exceeds the budget, before reading."""
+def check_letor_files(paths, *, values=None, sizes=None) -> None:
+    """Refuse to read LETOR files (read together) whose estimated footprint exceeds the budget, before reading.
+
+    ``values`` (the number of values, a grade or an ``index:value`` each, counted in each file's whole
+    decompressed text) and ``sizes`` (its length in bytes) come from the reader's scan; without them
+    the first MiB of each file is sampled (:func:`letor_read_bytes`)."""
     paths = [os.fspath(p) for p in paths]
-    need = sum(letor_read_bytes(p) for p in paths)
-    size = sum(os.path.getsize(p) for p in paths)
-    check_memory(need, f"reading {', '.join(paths)} ({format_bytes(size)} on disk)",
+    if values is None:
+        need = sum(letor_read_bytes(p) for p in paths)
+    else:
+        need = int(LETOR_BYTES_PER_VALUE * sum(max(v, 1) for v in values))
+    size = sum(os.path.getsize(p) for p in paths) if sizes is None else sum(sizes)
+    check_memory(need, f"reading {', '.join(paths)} ({format_bytes(size)} of text)",
                  "split the file, read a subset of its queries, or raise the budget")

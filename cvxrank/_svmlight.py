@@ -97,6 +97,10 @@ def read_svmlight(path, *, chunk_bytes: int = CHUNK_BYTES, n_jobs: int | None = 
     ValueError, OverflowError
         As scikit-learn's reader, for text it cannot read.
     """
+    if hasattr(path, "read"):  # an open file (decompressed text, a FIFO read into memory): one piece
+        from sklearn.datasets import load_svmlight_file
+
+        return load_svmlight_file(path, query_id=True, zero_based=False, dtype=np.float64)
     path = os.fspath(path)
     size = os.path.getsize(path)
     if path.endswith(_COMPRESSED) or size <= chunk_bytes:

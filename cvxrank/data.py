@@ -10,9 +10,12 @@ This module imports nothing of the package's own but its exceptions and the memo
 
 from __future__ import annotations
 
+import importlib
+import io
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -289,7 +292,63 @@ _MAX_INDEX = 2**31 - 1
 _MAX_QID = 2**63 - 1
 
 
-def _check_letor_lines(path: str) -> None:
+#: Compressed formats recognised by their first bytes (not by the file name).
+_CODECS = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "lzma"}
+
+
+class _Source:
+    """A LETOR file as bytes to read (maybe several times): a regular file, a compressed file
+    (gzip, bzip2, xz; decompressed as it is read, so every check sees the text), or a FIFO /
+    process substitution (``<(cat f)``), which can be read once and is therefore kept in memory."""
+
+    def __init__(self, path: str):
+        self.path = path
+        if os.path.isdir(path):
+            raise ValidationError(f"{path}: is a directory, not a LETOR file")
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            raise ValidationError(f"{path}: no such file") from None
+        self.data = None
+        if stat.S_ISREG(mode):
+            with open(path, "rb") as fh:
+                head = fh.read(6)
+            self.codec = next((c for m, c in _CODECS.items() if head.startswith(m)), None)
+        else:  # a pipe: read it now, once
+            with open(path, "rb") as fh:
+                raw = fh.read()
+            codec = next((c for m, c in _CODECS.items() if raw.startswith(m)), None)
+            self.data = importlib.import_module(codec).decompress(raw) if codec else raw
+            self.codec = None
+        self.plain = self.data is None and self.codec is None
+
+    def open(self):
+        """A binary file object over the (decompressed) text."""
+        if self.data is not None:
+            return io.BytesIO(self.data)
+        if self.codec is not None:
+            return importlib.import_module(self.codec).open(self.path, "rb")
+        return open(self.path, "rb")
+
+    def scan(self) -> tuple[int, int, bool]:
+        """One pass over the text: its size in bytes, the number of values (a grade or an
+        ``index:value`` per token), and whether it needs the strict line check (text scikit-learn
+        reads more leniently than LETOR: ``1_000``, or a token such as ``qidx:3``)."""
+        size = values = 0
+        strict = False
+        try:
+            with self.open() as fh:
+                for chunk in iter(lambda: fh.read(2**22) + fh.readline(), b""):  # whole lines per chunk
+                    size += len(chunk)
+                    qids = chunk.count(b"qid:")
+                    values += chunk.count(b":") - qids + chunk.count(b"\n")
+                    strict = strict or b"_" in chunk or chunk.count(b"qid") != qids
+        except (OSError, EOFError, ValueError) as exc:  # a corrupt or truncated compressed file
+            raise ValidationError(f"{self.path}: cannot be read ({exc})") from None
+        return size, values, strict
+
+
+def _check_letor_lines(path: str, source: "_Source | None" = None) -> None:
     """Find the first line that is not strict LETOR, to name it in the error.
 
     Stricter than scikit-learn's reader on two points: Python-only number
@@ -301,7 +360,7 @@ def _check_letor_lines(path: str) -> None:
     def show(b):
         return repr(b[:30].decode(errors="replace"))
 
-    with open(path, "rb") as fh:
+    with (source or _Source(path)).open() as fh:
         for lineno, raw in enumerate(fh, start=1):
             line = raw.split(b"#", 1)[0].strip()
             if not line:
@@ -335,20 +394,6 @@ def _check_letor_lines(path: str) -> None:
                     raise ValidationError(f"{where}: feature index {int(digits)} after {previous} (indices must be "
                                           "increasing, each at most once)")
                 previous = int(digits)
-
-
-def _needs_strict_check(path: str) -> bool:
-    """Whether the file holds text scikit-learn reads more leniently than LETOR (a fast scan).
-
-    scikit-learn's reader accepts Python number syntax (``1_000``) and takes
-    any token starting with ``qid`` as the query id (``qidx:3``). A file with
-    no ``_`` and no ``qid`` but in ``qid:`` needs no second, strict pass.
-    """
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(2**22) + fh.readline(), b""):  # whole lines per chunk
-            if b"_" in chunk or chunk.count(b"qid") != chunk.count(b"qid:"):
-                return True
-    return False
 
 
 def _read_together(paths, n_features, read) -> list:
@@ -404,23 +449,29 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
         raise ValidationError("no file given")
     if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
         raise ValidationError(f"n_features must be a positive integer, got {n_features!r}")
-    for p in paths:
-        if not os.path.isfile(p):
-            raise ValidationError(f"{p}: no such file")
-        if os.path.getsize(p) == 0:
+    sources = [_Source(p) for p in paths]
+    scans = [s.scan() for s in sources]
+    for p, (size, _, _) in zip(paths, scans):
+        if size == 0:
             raise ValidationError(f"{p}: the file is empty")
-    check_letor_files(paths)  # before reading: an estimate from the files' sizes
+    # before reading: an estimate from the values counted in the (decompressed) text
+    check_letor_files(paths, values=[v for _, v, _ in scans], sizes=[s for s, _, _ in scans])
     from cvxrank._svmlight import read_svmlight
 
+    files = [s.path if s.plain else s.open() for s in sources]
     try:
-        loaded = _read_together(paths, n_features, read_svmlight)
+        loaded = _read_together(files, n_features, read_svmlight)
     except (ValueError, OverflowError) as exc:
-        for p in paths:
-            _check_letor_lines(p)  # raises with the line number when it finds the fault
+        for p, s in zip(paths, sources):
+            _check_letor_lines(p, s)  # raises with the line number when it finds the fault
         raise ValidationError(f"{', '.join(paths)}: cannot be read as LETOR: {exc}") from None
-    for p in paths:
-        if _needs_strict_check(p):
-            _check_letor_lines(p)
+    finally:
+        for f in files:
+            if not isinstance(f, str):
+                f.close()
+    for p, s, (_, _, strict) in zip(paths, sources, scans):
+        if strict:
+            _check_letor_lines(p, s)
     out = []
     for i, p in enumerate(paths):
         X, y, q = loaded[3 * i], loaded[3 * i + 1], loaded[3 * i + 2]
@@ -428,7 +479,7 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
             raise ValidationError(f"{p}: the file holds no document")
         if q.shape[0] != X.shape[0]:
             # scikit-learn returns a short qid array when a line has no qid.
-            _check_letor_lines(p)
+            _check_letor_lines(p, sources[i])
             raise ValidationError(f"{p}: {X.shape[0]} documents but {q.shape[0]} qid fields")
         as_dense = dense if dense is not None else X.nnz >= 0.5 * X.shape[0] * X.shape[1]
         if as_dense:

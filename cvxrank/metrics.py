@@ -39,6 +39,7 @@ from cvxrank._groups import (
     query_codes,
     within_query_pairs,
 )
+from cvxrank.exceptions import ValidationError
 
 __all__ = [
     "ndcg_score",
@@ -62,7 +63,7 @@ _ORDER_TIES = ("stable", "optimistic", "pessimistic")
 def _check_option(name: str, value, valid: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in valid:
         choices = ", ".join(repr(v) for v in valid)
-        raise ValueError(f"unknown {name}={value!r}; valid options are {choices}")
+        raise ValidationError(f"unknown {name}={value!r}; valid options are {choices}")
     return value
 
 
@@ -71,18 +72,18 @@ def _as_vector(name: str, values, n: int | None = None, ref: str = "") -> np.nda
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+        raise ValidationError(f"{name} must be numeric: {exc}") from None
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+        raise ValidationError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.size == 0:
-        raise ValueError(f"{name} is empty; at least one document is needed")
+        raise ValidationError(f"{name} is empty; at least one document is needed")
     if n is not None and arr.size != n:
-        raise ValueError(
+        raise ValidationError(
             f"{name} has {arr.size} values but {ref} has {n}; their lengths must match"
         )
     bad = ~np.isfinite(arr)
     if bad.any():
-        raise ValueError(
+        raise ValidationError(
             f"{name} contains NaN or infinite values "
             f"(first at index {int(np.flatnonzero(bad)[0])})"
         )
@@ -94,15 +95,15 @@ def _check_k(k, allow_none: bool) -> int | None:
         return None
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
         expected = "a positive integer or None" if allow_none else "a positive integer"
-        raise ValueError(f"k must be {expected}, got {k!r} ({type(k).__name__})")
+        raise ValidationError(f"k must be {expected}, got {k!r} ({type(k).__name__})")
     return int(k)
 
 
 def _check_threshold(threshold) -> float:
     if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
-        raise ValueError(f"threshold must be a real number, got {threshold!r}")
+        raise ValidationError(f"threshold must be a real number, got {threshold!r}")
     if not np.isfinite(threshold):
-        raise ValueError(f"threshold must be finite, got {threshold!r}")
+        raise ValidationError(f"threshold must be finite, got {threshold!r}")
     return float(threshold)
 
 
@@ -111,28 +112,28 @@ class _Queries:
 
     def __init__(self, qid, n: int, ref: str = "y_true", name: str = "qid"):
         if qid is None:
-            raise ValueError(f"{name} is required: one query id per document")
+            raise ValidationError(f"{name} is required: one query id per document")
         original, qid = qid, np.asarray(qid)
         if qid.ndim != 1:
-            raise ValueError(f"{name} must be 1-dimensional, got shape {qid.shape}")
+            raise ValidationError(f"{name} must be 1-dimensional, got shape {qid.shape}")
         # np.asarray silently turns [1, "a"] into strings; refuse mixed ids instead
         if qid.dtype.kind in "OU" and pd.api.types.infer_dtype(
             original, skipna=True
         ) in ("mixed", "mixed-integer"):
-            raise ValueError(
+            raise ValidationError(
                 f"{name} values must be mutually comparable (all numbers or all strings), "
                 f"got a mix of types"
             )
         if qid.size != n:
-            raise ValueError(
+            raise ValidationError(
                 f"{name} has {qid.size} values but {ref} has {n}; their lengths must match"
             )
         if pd.isna(qid).any():
-            raise ValueError(f"{name} contains missing values (NaN/None)")
+            raise ValidationError(f"{name} contains missing values (NaN/None)")
         try:
             self.ids, self.codes = query_codes(qid)
         except TypeError as exc:
-            raise ValueError(
+            raise ValidationError(
                 f"{name} values must be mutually comparable (all numbers or all strings): {exc}"
             ) from None
         self.n_queries = self.ids.size
@@ -187,16 +188,16 @@ def _table_gain(y_true: np.ndarray, table: Mapping) -> np.ndarray:
         keys = np.array([float(key) for key in table], dtype=np.float64)
         gains = np.array([float(table[key]) for key in table], dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"gain table must map numbers to numbers, got {dict(table)!r}") from None
+        raise ValidationError(f"gain table must map numbers to numbers, got {dict(table)!r}") from None
     if keys.size == 0 or not (np.isfinite(keys).all() and np.isfinite(gains).all()):
-        raise ValueError(f"gain table must be non-empty and finite, got {dict(table)!r}")
+        raise ValidationError(f"gain table must be non-empty and finite, got {dict(table)!r}")
     order = np.argsort(keys)
     keys, gains = keys[order], gains[order]
     at = np.minimum(np.searchsorted(keys, y_true), keys.size - 1)
     missing = keys[at] != y_true
     if missing.any():
         grades = ", ".join(f"{v:g}" for v in np.unique(y_true[missing])[:5])
-        raise ValueError(f"grades {grades} are not in the gain table (grades {', '.join(f'{v:g}' for v in keys)})")
+        raise ValidationError(f"grades {grades} are not in the gain table (grades {', '.join(f'{v:g}' for v in keys)})")
     return gains[at]
 
 
@@ -325,7 +326,7 @@ def ndcg_score(
     y_score = _as_vector("y_score", y_score, n, "y_true")
     k = _check_k(k, allow_none=True)
     if (y_true < 0).any():
-        raise ValueError(
+        raise ValidationError(
             "y_true contains negative grades; NDCG needs non-negative relevance grades"
         )
     queries = _Queries(qid, n)
@@ -337,7 +338,7 @@ def ndcg_score(
         with np.errstate(over="ignore"):
             g = np.exp2(y_true) - 1.0
         if not np.isfinite(g).all():
-            raise ValueError(
+            raise ValidationError(
                 "y_true is too large for gain='exponential' (2**y_true overflows); "
                 "use gain='linear' or smaller grades"
             )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cvxrank.certificate import certify
-from cvxrank.exceptions import InaccurateSolutionWarning
+from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.problem import RankingProblem
 
 __all__ = ["CERTIFY_HEADROOM", "SCALES", "SolveResult", "finish", "infeasible"]
@@ -234,7 +234,7 @@ def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_
 
     start = time.perf_counter()
     if scale not in SCALES:
-        raise ValueError(f"scale must be one of {sorted(SCALES)}, got {scale!r}")
+        raise ValidationError(f"scale must be one of {sorted(SCALES)}, got {scale!r}")
     w = np.asarray(w, dtype=np.float64).ravel()
     lam = problem.lam
     if not problem.variant.is_default:  # a solver's w may sit a rounding error outside the bounds

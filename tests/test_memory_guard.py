@@ -151,7 +151,7 @@ def test_reading_a_file_above_the_budget_is_refused_before_reading(tmp_path, mon
 
     monkeypatch.setattr(sklearn.datasets, "load_svmlight_files", never)
     set_memory_budget(letor_read_bytes(path) - 1)
-    with pytest.raises(MemoryBudgetError, match=r"reading .*d\.letor \(.* on disk\) needs about"):
+    with pytest.raises(MemoryBudgetError, match=r"reading .*d\.letor \(.* of text\) needs about"):
         cr.load_letor(path)
     set_memory_budget(None)  # the default: half of what is available; here the machine has "1 KiB" left
     monkeypatch.setattr(_memory, "available_memory", lambda: 1024)

@@ -8,7 +8,9 @@ module whose name does not start with ``_`` is a command. Each defines
   epilog come from the module docstring and ``EPILOG``),
 * ``run(args) -> int``: the exit code.
 
-Every failure the user can cause ends in one line on stderr and exit code 2;
+Every failure the user can cause (:data:`USER_ERRORS`) ends in one line on stderr and exit code 2;
+any other exception is a bug in cvxrank and ends in one line saying so, exit code 1
+(``CVXRANK_TRACEBACK=1`` shows the traceback); SIGTERM ends a command like Ctrl-C (exit 130);
 outputs are written to a temporary file and renamed into place
 (:func:`cvxrank.cli._common.write_atomic`), so nothing is left half-written.
 """
@@ -17,11 +19,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
+import signal
 import sys
+import threading
 
 from cvxrank import __version__
 from cvxrank.exceptions import CvxrankError
+
+#: What a user can cause: cvxrank's own errors (ValidationError, SolverError, ...), files that cannot
+#: be read or written (OSError), and data too big for the machine (MemoryError). One line, exit 2.
+USER_ERRORS = (CvxrankError, OSError, MemoryError)
 
 __all__ = ["main", "build_parser", "commands"]
 
@@ -72,12 +81,36 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
+    previous = _terminate_as_interrupt()
     try:
         return args.func(args)
-    except (CvxrankError, ValueError, OSError, MemoryError) as exc:
+    except USER_ERRORS as exc:
         message = " ".join(str(exc).split()) or type(exc).__name__
         print(f"cvxrank {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"cvxrank {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # anything else is a bug in cvxrank, and says so
+        if os.environ.get("CVXRANK_TRACEBACK"):
+            raise
+        message = " ".join(str(exc).split())
+        print(f"cvxrank {args.command}: internal error (a bug in cvxrank): {type(exc).__name__}: {message}; "
+              "set CVXRANK_TRACEBACK=1 for the traceback", file=sys.stderr)
+        return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _terminate_as_interrupt():
+    """Make SIGTERM raise KeyboardInterrupt, so ``finally`` blocks run (temporary files are removed)
+    and the command ends as an interrupted one (exit 130). Returns the previous handler (None when
+    not on the main thread, where handlers cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminate)

@@ -67,7 +67,8 @@ def add_arguments(parser) -> None:
                                                                "of N worker processes started for this study")
     parser.add_argument("--connect-timeout", type=float, default=5.0, dest="connect_timeout",
                         help="seconds to wait for the Dask scheduler (default 5)")
-    parser.add_argument("--overwrite", action="store_true", help="replace results of another study in --out")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace results of another study in --out, or write into a folder of another command")
     parser.add_argument("--report", metavar="PATH", help="where the Markdown report goes (default OUT/report.md)")
     parser.add_argument("--figures", metavar="DIR", help="where its figures go (default: figures/ next to it)")
     parser.add_argument("--title", default="Solver comparison study", help="title of the report")
@@ -85,12 +86,42 @@ def _numbers(text, what, kind=float):
         raise CvxrankError(f"--{what} must be comma-separated numbers, got {text!r}") from None
 
 
+#: The largest iteration cap every solver takes (OSQP and SCS read a 32-bit int; larger ones
+#: overflowed inside the solver with a traceback).
+MAX_ITER_LIMIT = 2**31 - 1
+
+
+def _check_values(args) -> None:
+    """Refuse option values no run could use, before the first run (a study of error rows, or one
+    that fails at its end, is worse than one line now)."""
+    import math
+
+    def positive(value, name):
+        if not (math.isfinite(value) and value > 0):
+            raise CvxrankError(f"--{name} must be a positive, finite number of seconds, got {value:g}")
+
+    positive(args.timeout, "timeout")
+    positive(args.connect_timeout, "connect-timeout")
+    if not 0 <= args.seed < 2**32:
+        raise CvxrankError(f"--seed must be an integer in [0, 2**32), got {args.seed}")
+    if args.jobs < 1:
+        raise CvxrankError(f"--jobs must be a positive integer, got {args.jobs}")
+    if args.max_iter is not None and not 1 <= args.max_iter <= MAX_ITER_LIMIT:
+        raise CvxrankError(f"--max-iter must be a positive integer (at most {MAX_ITER_LIMIT}), got {args.max_iter}")
+    for name in ("solvers", "formulations", "profiles", "lams", "mu", "instances", "sizes"):
+        values = split(getattr(args, name))
+        if values and len(set(values)) != len(values):
+            twice = sorted({v for v in values if values.count(v) > 1})
+            raise CvxrankError(f"--{name} names {', '.join(twice)} more than once (each would give duplicate rows)")
+
+
 def study_from_args(args):
     """The :class:`~cvxrank.study.Study` the options describe (names checked before anything runs)."""
     from cvxrank.solvers import available_solvers
     from cvxrank.study import CostSetting, Study, make_instances
     from cvxrank.study.definition import check_names
 
+    _check_values(args)
     solvers = split(args.solvers) or [s for s in ("clarabel", "ecos", "osqp", "scs") if s in available_solvers()]
     formulations, solvers, profiles = check_names(split(args.formulations), solvers, split(args.profiles))
     ref = args.reference.split(":")
@@ -224,7 +255,30 @@ def run(args) -> int:
         write_report,
     )
 
+    from cvxrank._io import check_outputs, claim_folder, folder_lock
+
+    inputs = [s[len("letor:"):] for s in split(args.instances) if s.startswith("letor:")]
+    report = None if args.no_report else args.report
+    if report and os.path.realpath(os.path.dirname(os.path.abspath(report))) == os.path.realpath(args.out):
+        report = None if not os.path.isdir(args.out) else report  # --out is made by the run
+    check_outputs([report], inputs, folders=[args.out, args.figures])
     study = study_from_args(args)
+    claim_folder(args.out, "compare", overwrite=args.overwrite)
+    with folder_lock(args.out):
+        return _run(args, study)
+
+
+def _run(args, study) -> int:
+    import os
+    import time
+
+    from cvxrank.study import (
+        run_study,
+        shifted_geometric_means,
+        success_rates,
+        write_report,
+    )
+
     print(f"study {study.hash}: {len(study.instances)} instances, {study.n_runs} runs "
           f"(+ references), {args.timeout:g} s per run, output {args.out}")
     df = run_study(study, args.out, jobs=args.jobs, scheduler=args.scheduler, overwrite=args.overwrite,

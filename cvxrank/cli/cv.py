@@ -46,6 +46,8 @@ def add_arguments(parser) -> None:
                                                               "(default ranksvm; 'none' for all pairs)")
     parser.add_argument("--out", metavar="DIR", help="write results.csv, per_query.csv, selection.csv, "
                                                      "sign_tests.csv and report.md here")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into an --out folder that another command (e.g. compare) owns")
     parser.add_argument("--no-progress", action="store_true", dest="no_progress", help="no progress bar")
 
 
@@ -83,8 +85,13 @@ def splits_from_args(args):
 
 
 def run(args) -> int:
+    from cvxrank._io import check_outputs, claim_folder, folder_lock
     from cvxrank.experiments.cv import DEFAULT_METHODS, cross_validate
     from cvxrank.reporting import markdown_table
+
+    check_outputs([], [args.data, args.train, args.test, args.folds], folders=[args.out])
+    if args.out:  # checked now, written after the (maybe long) cross-validation
+        claim_folder(args.out, "cv", overwrite=args.overwrite, create=False)
 
     try:
         ks = tuple(int(k) for k in split(args.k))
@@ -116,6 +123,8 @@ def run(args) -> int:
         print("\nsign tests on per-query NDCG@1:")
         print(markdown_table(tests.set_index("method"), floatfmt=".3g"))
     if args.out:
-        for path in result.save(args.out):
-            print(f"wrote {path}")
+        claim_folder(args.out, "cv", overwrite=args.overwrite)
+        with folder_lock(args.out):
+            for path in result.save(args.out):
+                print(f"wrote {path}")
     return 0

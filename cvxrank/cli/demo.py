@@ -41,6 +41,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", metavar="DIR", default="cvxrank-demo",
                         help="folder for report.md, the figures and the tables (default ./cvxrank-demo)")
     parser.add_argument("--json", metavar="PATH", help="also write the Theorem 1 table as JSON")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an --out folder that another command owns (the demo replaces the whole folder)")
     parser.add_argument("--quick", action="store_true",
                         help="a 4x smaller simulation (250/50/25 documents) and 3 CV folds: seconds, for a check")
 
@@ -116,17 +118,20 @@ def run(args) -> int:
     from cvxrank.plots.ranking import plot_fold_metrics, save_figure
     from cvxrank.plots.simulation import plot_ndcg_at_n, plot_simulation_data
     from cvxrank.reporting import markdown_table
+    from cvxrank._io import OWNER_FILE, _umask, check_outputs, claim_folder, write_atomic
     from cvxrank.theorem import verify_theorem1
 
     out = os.path.abspath(args.out)
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise CvxrankError(f"cannot write {args.out}: folder {parent} does not exist")
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        raise CvxrankError(f"cannot write {args.json}: its folder does not exist")
+    check_outputs([args.json])
+    claim_folder(out, "demo", overwrite=args.overwrite, create=False)  # the demo replaces the whole folder
     start = time.perf_counter()
     tmp = tempfile.mkdtemp(dir=parent, prefix=".cvxrank-demo-")
     try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; the folder follows the umask like any other
+        write_json(os.path.join(tmp, OWNER_FILE), {"command": "demo"})
         # 1. Theorem 1
         data = make_ranking(n_queries=12, n_features=5, n_grades=3, random_state=args.seed)
         tau = {(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}
@@ -195,8 +200,7 @@ def run(args) -> int:
             "Chosen parameters, solver status and certified gaps: `cv/selection.csv`; per-query values: "
             "`cv/per_query.csv`.", "",
         ])
-        with open(os.path.join(tmp, "report.md"), "w", encoding="utf-8") as fh:
-            fh.write(report)
+        write_atomic(os.path.join(tmp, "report.md"), report)
         results = {"theorem1": frame_to_json(theorem), "simulation": sim.to_json(),
                    "cross_validation": {"summary": cv.summary.to_dict(orient="index"),
                                         "sign_tests": tests.to_dict("records")},

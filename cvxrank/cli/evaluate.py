@@ -67,8 +67,11 @@ def read_scores(path: str, n: int) -> np.ndarray:
 def run(args) -> int:
     from cvxrank.cli.predict import predict_file
     from cvxrank.data import load_letor
+    from cvxrank._io import check_outputs
     from cvxrank.evaluation import per_query_metrics
 
+    # every output path is checked first: either all outputs are written or none
+    check_outputs([args.json, args.per_query], [args.data, args.model, args.scores])
     try:
         ks = tuple(int(k) for k in split(args.k))
     except ValueError:

@@ -7,7 +7,13 @@ version and the solver's certified duality gap; `cvxrank predict` reads it."""
 
 from __future__ import annotations
 
+import math
+
 from cvxrank.cli._common import parse_mu, parse_tau
+from cvxrank.exceptions import ValidationError
+
+#: The largest iteration cap every solver takes (OSQP and SCS read a 32-bit int).
+MAX_ITER_LIMIT = 2**31 - 1
 
 HELP = "fit a ranker on a LETOR file and save it as a JSON model"
 EPILOG = """examples:
@@ -61,6 +67,10 @@ def ranker_params(args) -> dict:
               "random_state": args.seed, "loss": args.loss, "margin": args.margin, "l1": args.l1,
               "lower": args.lower, "upper": args.upper}
     params = {k: v for k, v in params.items() if v is not None}
+    if args.max_iter is not None and not 1 <= args.max_iter <= MAX_ITER_LIMIT:
+        raise ValidationError(f"--max-iter must be a positive integer (at most {MAX_ITER_LIMIT}), got {args.max_iter}")
+    if args.C is not None and args.C > 0 and math.isfinite(args.C) and not 1 / (2 * args.C) > 0:
+        raise ValidationError(f"--C {args.C:g} is too large: lambda = 1/(2C) underflows to 0")
     if args.mu is not None:
         params["mu"] = parse_mu(args.mu)  # None ("none") is a value here, not "unset"
     return params
@@ -73,6 +83,9 @@ def run(args) -> int:
     from cvxrank.estimators.methods import make_ranker, method_label
     from cvxrank.metrics import ndcg_score
 
+    from cvxrank._io import check_outputs
+
+    check_outputs([args.model], [args.train])  # before the (maybe long) fit, not after
     model = make_ranker(args.method, **ranker_params(args))
     data = load_letor(args.train)
     # The training NDCG is reported after the fit: grades it cannot score (2**y overflowing) fail

@@ -36,11 +36,31 @@ def predict_file(model_path: str, data_path: str):
         raise ValidationError(f"{data_path} has features up to {data.n_features}, but the model was fitted "
                               f"with {model.n_features_in_}")
     if data.n_features < model.n_features_in_:  # the file's highest feature index may simply be lower
-        data = load_letor(data_path, n_features=model.n_features_in_)
-    return model, data, model.decision_function(data.X)
+        import numpy as np
+        import scipy.sparse as sp
+
+        from cvxrank.data import RankingData
+
+        extra = model.n_features_in_ - data.n_features  # zero columns, not a second read (a pipe reads once)
+        X = (sp.hstack([data.X, sp.csr_matrix((data.n_documents, extra))], format="csr") if sp.issparse(data.X)
+             else np.hstack([data.X, np.zeros((data.n_documents, extra))]))
+        data = RankingData(X, data.y, data.qid)
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in one line
+        scores = model.decision_function(data.X)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        raise ValidationError(f"the model gives {bad.size} non-finite score(s) on {data_path} (first: document "
+                              f"{bad[0] + 1}, {scores[bad[0]]}); its weights are too large for this data; "
+                              "nothing written")
+    return model, data, scores
 
 
 def run(args) -> int:
+    from cvxrank._io import check_outputs
+
+    check_outputs([args.output], [args.model, args.data])
     _, _, scores = predict_file(args.model, args.data)
     text = format_scores(scores)
     if args.output:

@@ -114,6 +114,11 @@ def model_to_dict(model) -> dict:
     if name not in ESTIMATORS or ESTIMATORS[name] is not type(model):
         raise ValidationError(f"only cvxrank estimators can be saved, got {name}")
     check_is_fitted(model, "coef_")
+    from cvxrank._io import plain_json
+
+    if not all(math.isfinite(float(c)) for c in model.coef_):
+        raise ValidationError(f"the fitted weights of this {name} are not all finite (the fit diverged: try a "
+                              "larger lambda or smaller C); no model file written")
     params = {k: _json_value(k, v) for k, v in model.get_params(deep=False).items()}
     fitted = {"lam": getattr(model, "lam_", None), "C": getattr(model, "C_", None),
               "tau": _encode_tau(getattr(model, "tau_", None)), "n_iter": int(getattr(model, "n_iter_", 0))}
@@ -125,8 +130,8 @@ def model_to_dict(model) -> dict:
         "params": params,
         "n_features": int(model.n_features_in_),
         "coef": [float(c) for c in model.coef_],
-        "fitted": fitted,
-        "solve": dict(getattr(model, "solve_summary_", {}) or {}),
+        "fitted": plain_json(fitted),  # an infinite C or gap is stored as null
+        "solve": plain_json(dict(getattr(model, "solve_summary_", {}) or {})),
     }
 
 

@@ -203,6 +203,8 @@ def run_isolated(task: Task, *, timeout: float, load_timeout: float = 600.0, iso
             elif kind == "row":
                 pending.pop(0)
                 rows.append(payload)
+            elif kind == "interrupted":  # no rows for the runs left: a resume runs them
+                break
             else:  # "error": the instance could not be loaded, or the worker failed outside a run
                 rows.extend(skeleton_row(task, c, sizes, "error", one_line(payload)) for c in pending)
                 break

@@ -89,6 +89,15 @@ def connect(scheduler, connect_timeout: float = 5.0):
             cluster.close()
 
         return client, close
+    if not (isinstance(connect_timeout, (int, float)) and math.isfinite(connect_timeout) and connect_timeout > 0):
+        raise ValidationError(f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}")
+    try:  # checked before a Client exists: a Client half made from a bad address fails again when collected
+        from distributed.comm.addressing import parse_address, parse_host_port
+
+        parse_host_port(parse_address(address)[1])
+    except ValueError as exc:
+        raise ValidationError(f"scheduler {scheduler!r} is not an address such as tcp://127.0.0.1:8786 or "
+                              f"local:N ({one_line(exc, 200)})") from None
     try:
         client = Client(address, timeout=connect_timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:

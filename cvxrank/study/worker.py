@@ -19,7 +19,9 @@ from __future__ import annotations
 import math
 import os
 import resource
+import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -143,7 +145,11 @@ def _run_one(path: PathSolver, pairs, test, cost, task: Task, sizes: dict) -> di
 
 
 def execute(task: Task, send) -> None:
-    """Load the task's instance and run its cost settings, sending each row through ``send``."""
+    """Load the task's instance and run its cost settings, sending each row through ``send``.
+
+    Run in a worker process (:func:`child_main`), SIGINT is noted until the current run ends; the
+    worker then sends ``("interrupted", message)`` and stops, so no row is stored for the runs it
+    did not finish and a resumed study runs them."""
     if task.threads:
         from threadpoolctl import threadpool_limits
 
@@ -166,12 +172,44 @@ def execute(task: Task, send) -> None:
             send(("row", skeleton_row(task, cost, sizes, "error", f"{type(exc).__name__}: {exc}")))
         return
     for cost in task.costs:
+        if _interrupted():
+            send(("interrupted", "SIGINT reached the worker; the remaining runs are left for a resume"))
+            return
         send(("row", _run_one(path, pairs, test, cost, task, sizes)))
+
+
+def _hold_interrupts() -> None:
+    """Take this worker out of the terminal's process group, and note SIGINT instead of raising it.
+
+    Ctrl-C signals the whole foreground process group. OSQP installs its own SIGINT handler while it
+    solves and turns an interrupt into a failed solve, which would be stored as a solver failure that
+    a resume never re-runs. In its own session the worker never receives the terminal's SIGINT: the
+    study process does, stops and kills its workers, and nothing is stored for the unfinished runs. A
+    SIGINT sent to the worker itself between runs ends it after the current run
+    (:func:`_interrupted`)."""
+    try:
+        os.setsid()
+    except OSError:  # already a session or group leader
+        pass
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _note_interrupt)
+
+
+_INTERRUPTED = []
+
+
+def _note_interrupt(signum, frame) -> None:
+    _INTERRUPTED.append(signum)
+
+
+def _interrupted() -> bool:
+    return bool(_INTERRUPTED)
 
 
 def child_main(conn, task: Task) -> None:
     """Entry point of a worker process: run ``task``, report through ``conn``, never raise."""
     try:
+        _hold_interrupts()
         execute(task, conn.send)
     except BaseException as exc:  # noqa: BLE001 - report anything, the parent decides
         try:
