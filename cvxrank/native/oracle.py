@@ -272,15 +272,17 @@ class PairFreeOracle:
         order = np.argsort(s)
         return order[np.argsort(self._q16[order], kind="stable")]
 
-    def _bounds(self, s_o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For every sorted position ``p`` of query range ``[start, end)``:
+    def _bounds(self, s_o: np.ndarray, margin=1.0) -> tuple[np.ndarray, np.ndarray]:
+        """For every sorted position ``p`` of query range ``[start, end)``, with margin ``m_p``:
 
-        * ``p_lo``: first position ``k ≥ start`` with ``s_p - s_k < 1``, so the
+        * ``p_lo``: first position ``k ≥ start`` with ``s_p - s_k < m_p``, so the
           documents at ``[p_lo, end)`` are exactly those a document at ``p``
           would not beat by the margin;
-        * ``p_hi``: first position ``k > p`` with ``s_k - s_p ≥ 1`` (or ``end``),
+        * ``p_hi``: first position ``k > p`` with ``s_k - s_p ≥ m_p`` (or ``end``),
           so ``[start, p_hi)`` are exactly those that do not beat ``p`` by the margin.
 
+        ``margin`` is 1 (the papers) or one positive number per sorted position
+        (margins per grade pair, :class:`~cvxrank.native.variant_oracle.VariantOracle`).
         ``searchsorted`` on the scores offset by query gives them up to rounding
         near the boundary; every position whose neighbours fail the exact test
         is redone by an exact binary search.
@@ -289,29 +291,32 @@ class PairFreeOracle:
         pos = np.arange(m, dtype=np.int64)
         start, end = self._start, self._end
         lo_s, hi_s = float(s_o.min()), float(s_o.max())
-        span = (hi_s - lo_s) + 4.0
+        span = (hi_s - lo_s) + 2.0 * float(np.max(margin)) + 2.0
         key = (s_o - lo_s) + self._q_sorted * span
-        p_lo = np.clip(np.searchsorted(key, key - 1.0, side="right"), start, pos)
-        p_hi = np.clip(np.searchsorted(key, key + 1.0, side="left"), pos + 1, end)
+        p_lo = np.clip(np.searchsorted(key, key - margin, side="right"), start, pos)
+        p_hi = np.clip(np.searchsorted(key, key + margin, side="left"), pos + 1, end)
         # Exact check: the test is monotone along a query's sorted scores, so p is right
         # iff the test fails just before it and holds at it.
         prev = np.maximum(p_lo - 1, 0)
-        bad = ((p_lo > start) & (s_o - s_o[prev] < 1.0)) | ~(s_o - s_o[p_lo] < 1.0)
+        bad = ((p_lo > start) & (s_o - s_o[prev] < margin)) | ~(s_o - s_o[p_lo] < margin)
         if bad.any():
             idx = np.flatnonzero(bad)
-            p_lo[idx] = _search(s_o, idx, start[idx], idx.copy(), lambda k, i: s_o[i] - s_o[k] < 1.0)
+            mg = np.broadcast_to(margin, (m,))[idx]
+            p_lo[idx] = _search(s_o, idx, start[idx], idx.copy(), lambda k, a: s_o[idx[a]] - s_o[k] < mg[a])
         prev = p_hi - 1
         nxt = np.minimum(p_hi, m - 1)
-        bad = ((p_hi > pos + 1) & ~(s_o[prev] - s_o < 1.0)) | ((p_hi < end) & (s_o[nxt] - s_o < 1.0))
+        bad = ((p_hi > pos + 1) & ~(s_o[prev] - s_o < margin)) | ((p_hi < end) & (s_o[nxt] - s_o < margin))
         if bad.any():
             idx = np.flatnonzero(bad)
-            p_hi[idx] = _search(s_o, idx, idx + 1, end[idx].copy(), lambda k, i: ~(s_o[k] - s_o[i] < 1.0))
+            mg = np.broadcast_to(margin, (m,))[idx]
+            p_hi[idx] = _search(s_o, idx, idx + 1, end[idx].copy(), lambda k, a: ~(s_o[k] - s_o[idx[a]] < mg[a]))
         return p_lo, p_hi
 
 
 def _search(s_o, idx, lo, hi, test):
-    """Exact binary search: the first ``k`` in ``[lo, hi)`` where ``test(k, idx)`` holds (``hi`` if none).
+    """Exact binary search: the first ``k`` in ``[lo, hi)`` where ``test(k, a)`` holds (``hi`` if none).
 
+    ``a`` indexes the active entries of ``idx`` (so ``idx[a]`` is the position searched for);
     ``test`` must be monotone (false, then true) along each range.
     """
     lo = np.asarray(lo, dtype=np.int64).copy()
@@ -320,7 +325,7 @@ def _search(s_o, idx, lo, hi, test):
     while active.any():
         a = np.flatnonzero(active)
         mid = (lo[a] + hi[a]) // 2
-        ok = test(mid, idx[a])
+        ok = test(mid, a)
         hi[a[ok]] = mid[ok]
         lo[a[~ok]] = mid[~ok] + 1
         active[a] = lo[a] < hi[a]
