@@ -246,17 +246,20 @@ def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_
         gap_L, kind = L - float(lower_bound), bound_name
         if extras is not None and "dual_residual" in extras:
             dual_residual = float(extras["dual_residual"])
-    if not problem.variant.is_default:
-        # A variant's own dual (cvxrank.variants): the solver's duals and the optimality conditions' point.
+    if not problem.variant.is_default and (lower_bound is None or (problem.has_pairs and not gap_L <= tol * L)):
+        # A variant's own dual (cvxrank.variants): the solver's duals and the optimality conditions' point
+        # (a pair-free solver's own bound is kept when it proves tol or the pairs do not exist).
         from cvxrank.variants import variant_certificate
 
-        M, dual_M, alpha = variant_certificate(problem.variant, problem.pairs, problem.C, lam, w, alphas, affine)
-        L = 2.0 * lam * M
-        gap_L = 2.0 * lam * (M - dual_M)
-        kind = ("Lagrangian dual (user constraints; for points as feasible as w)" if problem.variant.constraints
-                else "duality gap (variant's dual)")
-        w_dual = problem.variant.primal_from_dual(problem.pairs, alpha, lam)
-        dual_residual = float(np.linalg.norm(w - w_dual) / max(1.0, float(np.linalg.norm(w))))
+        M_v, dual_M, alpha_v = variant_certificate(problem.variant, problem.pairs, problem.C, lam, w, alphas,
+                                                   affine)
+        if 2.0 * lam * (M_v - dual_M) < gap_L:
+            M, L, alpha = M_v, 2.0 * lam * M_v, alpha_v
+            gap_L = 2.0 * lam * (M_v - dual_M)
+            kind = ("Lagrangian dual (user constraints; for points as feasible as w)" if problem.variant.constraints
+                    else "duality gap (variant's dual)")
+            w_dual = problem.variant.primal_from_dual(problem.pairs, alpha, lam)
+            dual_residual = float(np.linalg.norm(w - w_dual) / max(1.0, float(np.linalg.norm(w))))
     elif not gap_L <= tol * L and problem.has_pairs:
         cert = certify(problem.pairs, problem.C, w, alphas, target=tol * CERTIFY_HEADROOM)
         if 2.0 * lam * cert.gap < gap_L:

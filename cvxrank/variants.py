@@ -119,6 +119,28 @@ class Variant:
         return (self.loss == "hinge" and self.margin is None and self.l1 == 0
                 and self.lower is None and self.upper is None and self.constraints is None)
 
+    @property
+    def extensions(self) -> frozenset:
+        """How the variant departs from the papers' problem besides its loss: a subset of
+        ``{"margin", "margin_per_pair", "l1", "bounds", "constraints"}`` (``"margin"``: a built-in
+        margin per grade pair, which the pair-free solvers take; ``"margin_per_pair"``: given margins).
+
+        Examples
+        --------
+        >>> sorted(Variant(loss="squared_hinge", margin="grade_difference", lower=0.0).extensions)
+        ['bounds', 'margin']
+        """
+        parts = set()
+        if self.margin is not None:
+            parts.add("margin" if isinstance(self.margin, str) else "margin_per_pair")
+        if self.l1 != 0:
+            parts.add("l1")
+        if self.lower is not None or self.upper is not None:
+            parts.add("bounds")
+        if self.constraints is not None:
+            parts.add("constraints")
+        return frozenset(parts)
+
     # -- per-problem values ------------------------------------------------------
     def margins(self, pairs: PairSet) -> np.ndarray:
         """``m_i`` of every pair."""

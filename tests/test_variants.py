@@ -20,6 +20,7 @@ VARIANTS = {
     "gain_margin": Variant(margin="gain_difference"),
     "elastic_net": Variant(l1=0.5),
     "nonnegative": Variant(lower=0.0),
+    "squared_gain_margin": Variant(loss="squared_hinge", margin="gain_difference"),
     "all_at_once": Variant(loss="squared_hinge", margin="grade_difference", l1=0.3, lower=[0, -1, -1, -1],
                            upper=2.0),
 }
@@ -64,13 +65,30 @@ def case(request, data):
     return request.param, problem, ref, reference(data, variant, lam)
 
 
-@pytest.mark.parametrize("form", ["primal", "hinge"])
+@pytest.mark.parametrize("form", ["primal", "lifted", "hinge"])
 @pytest.mark.parametrize("solver", CORE_CVXPY)
 def test_variant_agrees_with_an_independent_cvxpy_problem_within_its_certificate(case, form, solver):
     name, problem, ref, (w_ind, L_ind) = case
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
         res = cr.solve(cr.build(problem, formulation=form), solver)
+    check_against_independent(problem, res, w_ind, L_ind)
+
+
+def test_pairfree_solver_agrees_with_the_independent_problem(case):
+    """The pair-free solver that takes the variant (margins per grade pair; squared hinge), never forming pairs."""
+    name, problem, ref, (w_ind, L_ind) = case
+    able = [s for s in ("cutting_plane", "truncated_newton") if cr.solvers.get_spec(s).accepts(problem.variant)]
+    assert bool(able) == (name in ("squared_hinge", "grade_margin", "gain_margin", "squared_gain_margin"))
+    for solver in able:
+        fresh = cr.RankingProblem(problem.data, tau=TAU, mu="balanced", lam=problem.lam, variant=problem.variant)
+        res = cr.solve(fresh, solver, tol=1e-8)
+        assert not fresh.has_pairs and res.formulation == "pairfree" and res.status == "optimal"
+        check_against_independent(problem, res, w_ind, L_ind)
+        assert res.hinge_objective == pytest.approx(problem.hinge_objective(res.w), rel=1e-10)  # from the pairs
+
+
+def check_against_independent(problem, res, w_ind, L_ind):
     # the objective as stated: recomputed here from the independent problem's terms at res.w
     assert res.hinge_objective == pytest.approx(2 * problem.lam * res.qp_objective, rel=1e-12)
     # the certificate's lower bound never exceeds the independent optimum (soundness) ...
@@ -95,12 +113,14 @@ def test_default_variant_is_the_papers_problem(data):
 
 def test_variants_are_refused_where_they_cannot_compile(data):
     problem = cr.RankingProblem(data, lam=0.2, variant=Variant(l1=0.1))
-    for form in ("lifted", "dual"):
-        with pytest.raises(ValidationError, match="compiles into the 'primal' and 'hinge'"):
-            cr.build(problem, formulation=form)
-    with pytest.raises(SolverNotAvailableError, match="papers' problem only.*solvers that can: .*clarabel"):
+    with pytest.raises(ValidationError, match="compiles into the 'primal', 'lifted' and 'hinge'"):
+        cr.build(problem, formulation="dual")
+    with pytest.raises(SolverNotAvailableError, match="does not solve the variant.*solvers that can: .*clarabel"):
         cr.solve(problem, "cutting_plane")
-    assert cr.build(problem).name == "primal"  # auto picks a form that can
+    with pytest.raises(SolverNotAvailableError, match="'truncated_newton' does not solve the papers' problem.*"
+                                                      "can: .*cutting_plane"):
+        cr.solve(cr.RankingProblem(data, lam=0.2), "truncated_newton")
+    assert cr.build(problem).name in ("primal", "lifted")  # auto picks a form that can
 
 
 @pytest.mark.parametrize("kwargs, match", [

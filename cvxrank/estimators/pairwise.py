@@ -30,13 +30,15 @@ from cvxrank.formulations import FORMULATIONS, build, build_hinge
 from cvxrank.pairs import count_pairs, make_pairs
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import available_solvers, solve, solve_with_fallback
-from cvxrank.solvers.registry import max_iter_options
+from cvxrank.solvers.registry import SOLVERS, get_spec, max_iter_options
 from cvxrank.variants import Variant
 
 __all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS", "tau_table"]
 
-#: ``solver="auto"`` uses the pair-free cutting-plane solver (when installed) from this many pairs on.
+#: ``solver="auto"`` uses a pair-free solver from this many pairs on (when one takes the variant).
 AUTO_PAIRFREE_PAIRS = 50_000
+#: The pair-free solvers, in the order ``solver="auto"`` tries them.
+PAIRFREE_SOLVERS = tuple(spec.name for spec in SOLVERS.values() if spec.pairfree)
 
 
 def tau_table(tau, data: RankingData, *, T=100, random_state=None) -> dict | None:
@@ -83,11 +85,11 @@ class _PairwiseRanker(BaseRanker):
         solver = str(self.solver).lower()
         if solver != "auto":
             return solver
-        if not self._variant().is_default:
-            return "clarabel"  # the pair-free solver states the papers' problem only
-        if "cutting_plane" in available_solvers() and self.formulation == "auto" \
-                and int(count_pairs(data).sum()) >= AUTO_PAIRFREE_PAIRS:
-            return "cutting_plane"
+        variant = self._variant()
+        if self.formulation == "auto" and int(count_pairs(data).sum()) >= AUTO_PAIRFREE_PAIRS:
+            for name in PAIRFREE_SOLVERS:  # the pair-free solver that takes this variant, if any
+                if name in available_solvers() and get_spec(name).accepts(variant):
+                    return name
         return "clarabel"
 
     def _options(self, solver: str) -> dict:
@@ -125,8 +127,8 @@ class _PairwiseRanker(BaseRanker):
 
     def _solve(self, problem: RankingProblem, solver: str, options: dict):
         """Solve the one problem of this fit; the pair-free solver never forms its pairs."""
-        if solver == "cutting_plane" and self.formulation == "auto":
-            return solve(problem, "cutting_plane", tol=self.tol, **options)
+        if solver in PAIRFREE_SOLVERS and self.formulation == "auto":
+            return solve(problem, solver, tol=self.tol, **options)
         if self.formulation == "hinge" or solver == "gd":
             return solve(build_hinge(problem), solver, tol=self.tol, **options)
         form = build(problem, formulation=self.formulation)
@@ -153,8 +155,8 @@ class _PairwiseRanker(BaseRanker):
         the compilation, a small share of the work with CVXPY 1.9: 0.83-1.66x
         as fast as fresh fits from 819 to 90,447 pairs (``docs/path-benchmark.md``).
         ``τ`` (estimated once) and ``μ`` are shared by every point. Native
-        solvers have nothing to recompile: ``cutting_plane`` solves the
-        points in order, each started from the previous ``w``
+        solvers have nothing to recompile: the pair-free ``cutting_plane`` and
+        ``truncated_newton`` solve the points in order, each started from the previous ``w``
         (:data:`cvxrank.path.WARM_START`); ``gd``, ``subgradient`` and
         ``fallback`` fall back to one :meth:`fit` per ``λ``.
 
@@ -178,18 +180,16 @@ class _PairwiseRanker(BaseRanker):
         data = as_ranking_data(X, y, qid, estimator=proto)
         solver = proto._solver_name(data)
         costs = Costs(*proto._costs(data))
-        if not proto._variant().is_default:  # paths re-solve the papers' problem only
-            return [clone(proto).set_params(lam=v).fit(data) for v in lams]
-        if solver == "cutting_plane":
-            problem = RankingProblem(data, costs=costs, lam=lams[0])
+        if solver in PAIRFREE_SOLVERS:
+            problem = RankingProblem(data, costs=costs, lam=lams[0], variant=proto._variant())
             options, models = proto._options(solver), []
             for v in lams:
                 result = proto._solve(problem.with_lam(v), solver, options)
                 options = {**options, "warm_start_w": result.w}
                 models.append(clone(proto).set_params(lam=v)._set_fitted(result, data, v, costs.tau))
             return models
-        if solver in NATIVE_SOLVERS or solver == "fallback":
-            return [clone(proto).set_params(lam=v).fit(data) for v in lams]
+        if solver in NATIVE_SOLVERS or solver == "fallback" or not proto._variant().is_default:
+            return [clone(proto).set_params(lam=v).fit(data) for v in lams]  # CVXPY paths: the papers' problem
         problem = RankingProblem(make_pairs(data), costs=costs, lam=lams[0])
         path = solve_path(problem.pairs, lams=lams, weights=problem.weights, formulation=self.formulation,
                           solver=solver, tol=self.tol, **proto._options(solver))
@@ -206,12 +206,15 @@ _COMMON_DOC = """
         ``loss="squared_hinge"``, margins rescaled by ``"grade_difference"`` or
         ``"gain_difference"``, an elastic-net weight ``l1`` and bounds on ``w``.
         Default: the papers' problem. A variant is solved by a CVXPY solver on
-        the primal or hinge formulation and certified by its own dual.
+        the primal or hinge formulation, or pair-free (margins per grade pair:
+        ``cutting_plane``; the squared hinge: ``truncated_newton``), and
+        certified by its own dual.
     formulation : {"auto", "primal", "lifted", "dual", "hinge"}, default "auto"
         Which CVXPY problem to solve (:func:`cvxrank.formulations.build`).
     solver : str, default "auto"
         Any name of :func:`cvxrank.available_solvers`; ``"auto"`` picks the
-        pair-free ``cutting_plane`` solver (when installed) for
+        pair-free solver that takes the variant (``cutting_plane`` for the
+        hinge, ``truncated_newton`` for the squared hinge) for
         :data:`AUTO_PAIRFREE_PAIRS` pairs or more, else ``clarabel``;
         ``"fallback"`` tries :data:`cvxrank.solvers.FALLBACK_CHAIN` in order
         until a certificate passes (``solver_options`` then maps each solver

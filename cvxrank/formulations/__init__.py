@@ -115,7 +115,6 @@ def build(problem, C=None, *, weights=None, lam=None, formulation: str = "auto",
         ranking, _ = as_problem(problem, C)
         return build_hinge(ranking, costs=costs)
     if formulation == "auto":
-        variant = problem.variant if isinstance(problem, RankingProblem) else None
-        formulation = "primal" if variant is not None and not variant.is_default else choose_formulation(problem)
+        formulation = choose_formulation(problem)  # both primal forms state every variant
     builder = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}[formulation]
     return builder(problem, C, costs=costs)

@@ -40,7 +40,7 @@ def papers_problem_only(ranking: RankingProblem, name: str) -> None:
     """Refuse a variant in a formulation that states only the papers' problem."""
     if not ranking.variant.is_default:
         raise ValidationError(f"the {name} formulation states the papers' problem only; a variant "
-                              f"({ranking.variant!r}) compiles into the 'primal' and 'hinge' formulations")
+                              f"({ranking.variant!r}) compiles into the 'primal', 'lifted' and 'hinge' formulations")
 
 
 def as_problem(problem, C=None) -> tuple[RankingProblem, np.ndarray]:

@@ -6,7 +6,7 @@ import cvxpy as cp
 import numpy as np
 
 from cvxrank.exceptions import ValidationError
-from cvxrank.formulations.base import Formulation, as_problem, cost_parameters, papers_problem_only
+from cvxrank.formulations.base import Formulation, as_problem, cost_parameters
 from cvxrank.pairs import PairSet
 
 __all__ = ["build_primal", "build_lifted_primal"]
@@ -119,7 +119,9 @@ def build_lifted_primal(problem, C=None, *, costs: str = "scale") -> Formulation
 
     The constraint matrix has ``nnz(X) + 3 n_pairs`` entries instead of
     ``n_pairs x n_features``: far smaller when queries are long. Same
-    minimiser and objective as :func:`build_primal`.
+    minimiser and objective as :func:`build_primal`. Every variant of
+    :mod:`cvxrank.variants` compiles here as in :func:`build_primal` (loss,
+    margins ``P s + ξ ≥ m``, ℓ1, bounds, user constraints).
 
     Parameters
     ----------
@@ -133,18 +135,21 @@ def build_lifted_primal(problem, C=None, *, costs: str = "scale") -> Formulation
         As in :func:`build_primal`.
     """
     ranking, C = as_problem(problem, C)
-    papers_problem_only(ranking, "lifted")
     pairs = ranking.pairs
     w = cp.Variable(pairs.n_features, name="w")
     s = cp.Variable(pairs.n_documents, name="s")
     xi = cp.Variable(pairs.n_pairs, name="xi")
-    term, extra, constraints, params, base = _cost_term(pairs, C, costs, xi)
-    margin = pairs.P @ s + xi >= 1
+    term, extra, constraints, params, base = _cost_term(pairs, C, costs, xi,
+                                                        squared=ranking.variant.loss == "squared_hinge")
+    l1, bounds = _variant_terms(ranking, w)
+    users = user_constraints(ranking, w)
+    required = 1 if ranking.variant.margin is None else ranking.variant.margins(pairs)
+    margin = pairs.P @ s + xi >= required
     problem = cp.Problem(
-        cp.Minimize(0.5 * cp.sum_squares(w) + term),
-        [margin, xi >= 0, s == pairs.data.X @ w, *constraints],
+        cp.Minimize(0.5 * cp.sum_squares(w) + l1 + term),
+        [margin, xi >= 0, s == pairs.data.X @ w, *constraints, *bounds, *users],
     )
     return Formulation(
         "lifted", problem, {"w": w, "s": s, "xi": xi, **extra}, params, pairs,
-        "(14) Cao et al. 2006 with D = P X lifted", margin, base, ranking,
+        "(14) Cao et al. 2006 with D = P X lifted", margin, base, ranking, users, w,
     )

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import scipy.linalg
 
+from cvxrank._optim import armijo_step
 from cvxrank.exceptions import SolverError, ValidationError
 from cvxrank.listwise.loss import (
     _as_layout,
@@ -39,9 +40,6 @@ from cvxrank.listwise.loss import (
 from cvxrank.listwise.result import ListwiseResult, make_result
 
 __all__ = ["solve_newton"]
-
-_ARMIJO = 1e-4
-_MIN_STEP = 2.0**-40
 
 
 def _version() -> str:
@@ -65,14 +63,8 @@ def _check_max_iter(max_iter) -> int:
 
 def _line_search(layout, w, d, f, g, C):
     """Largest ``t = 2^-k`` meeting Armijo's condition (with rounding slack); returns (t, evaluations)."""
-    slope = float(g @ d)
-    slack = 4 * np.finfo(float).eps * abs(f)
-    t, evaluations = 1.0, 0
-    while True:
-        evaluations += 1
-        if listwise_objective(layout, w + t * d, C=C) <= f + _ARMIJO * t * slope + slack or t <= _MIN_STEP:
-            return t, evaluations
-        t *= 0.5
+    t, _, evaluations = armijo_step(lambda t: listwise_objective(layout, w + t * d, C=C), f, float(g @ d))
+    return t, evaluations
 
 
 def solve_newton(data, *, C=1.0, pcf=None, tol: float = 1e-8, max_iter: int = 50, w0=None,

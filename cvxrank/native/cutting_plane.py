@@ -52,6 +52,7 @@ from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native.bundle import Bundle
 from cvxrank.native.costs import cost_table, cost_table_from_pairs
 from cvxrank.native.oracle import PairFreeOracle
+from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import finish
 
@@ -366,6 +367,12 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     grade pair) and the pairs to be all the within-query pairs of the data
     (:func:`~cvxrank.native.costs.cost_table_from_pairs`).
 
+    A variant with margins per grade pair (``Variant(margin="grade_difference")`` or
+    ``"gain_difference"``, the hinge loss, nothing else) is solved the same way on
+    :class:`~cvxrank.native.variant_oracle.VariantOracle`: a plane's offset is then
+    ``Σ c_i m_i`` over the pairs violated at its point, and the model's dual is the variant's
+    dual ``Σ α_i m_i − ½‖Dᵀα‖²`` (:mod:`cvxrank.variants`).
+
     The solution is certified by the method's own bound: every plane is a
     minorant of the loss, so the dual value of the plane model is a lower
     bound on ``L(w*)`` (see the module docstring). When that bound proves
@@ -394,6 +401,10 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     problem = getattr(problem, "ranking", problem)  # a Formulation states its problem
     if not isinstance(problem, RankingProblem):
         raise ValidationError(f"solve_cutting_plane takes a RankingProblem, got {type(problem).__name__}")
+    variant = problem.variant
+    if variant.loss != "hinge" or not variant.extensions <= {"margin"}:
+        raise ValidationError(f"cutting_plane solves the hinge loss with margins 1 or per grade pair, not the variant "
+                              f"{variant!r}; use 'truncated_newton' for the squared hinge or a CVXPY solver")
     t0 = time.perf_counter()
     if problem.has_pairs:
         costs = cost_table_from_pairs(problem.pairs, problem.weights)
@@ -401,13 +412,18 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
         costs = cost_table(problem.data, costs=problem.costs)
     n_shards = options.pop("n_shards", None)
     if client is not None:
+        if variant.margin is not None:
+            raise ValidationError("the Dask oracle takes the papers' margin of 1 only; solve margins locally")
         from cvxrank.native.dask import DaskOracle
 
         oracle = DaskOracle(client, problem.data, costs, n_shards=n_shards)
     else:
         if n_shards is not None:
             raise ValidationError("n_shards needs a dask client")
-        oracle = PairFreeOracle.from_data(problem.data, costs)
+        if variant.margin is None:
+            oracle = PairFreeOracle.from_data(problem.data, costs)
+        else:
+            oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0
     run = cutting_plane(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
                         warm_start_w=warm_start_w, keep_points=problem.has_pairs, **options)
@@ -415,10 +431,11 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     if problem.has_pairs and not run.relative_gap <= tol:
         # The pairwise dual point of the model: plane k covers the pairs violated at its point w_k.
         pairs = problem.pairs
+        required = variant.margins(pairs)
         alpha = np.zeros(pairs.n_pairs)
         for beta_k, point in zip(run.beta[1:], run.points[1:]):
             if beta_k > 0:
-                alpha += beta_k * (pairs.margins(point) < 1)
+                alpha += beta_k * (pairs.margins(point) < required)
         alphas.append(np.minimum(alpha, 1.0) * problem.C)
     backend = {"optimal": "optimal", "user_limit": "user_limit"}.get(run.status, "optimal_inaccurate")
     resid = np.linalg.norm(run.w - run.w_model) / max(1.0, float(np.linalg.norm(run.w)))

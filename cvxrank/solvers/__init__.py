@@ -20,6 +20,9 @@ name               kind        method
                                (:mod:`cvxrank.native`), certified by its own
                                bound; weights must be one value per (query,
                                grade pair)
+``truncated_``     native      pair-free truncated Newton (CG) for the squared
+``newton``                     hinge variant, certified by its dual
+                               (:mod:`cvxrank.native.newton`)
 =================  ==========  ==================================================
 
 Any other QP-capable solver CVXPY has installed (``piqp``, ``proxqp``,
@@ -32,6 +35,7 @@ from cvxrank.certificate import Certificate, certify, reduced_dual
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.formulations import Formulation, build
 from cvxrank.native.cutting_plane import solve_cutting_plane
+from cvxrank.native.newton import solve_truncated_newton
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import SolveResult
 from cvxrank.solvers.cvxpy_backend import installed_cvxpy_solvers, solve_cvxpy
@@ -56,7 +60,8 @@ __all__ = [
 ]
 
 #: Native solvers: name -> function(problem, *, tol, verbose, **options).
-NATIVE_SOLVERS = {"subgradient": solve_subgradient, "gd": solve_gd, "cutting_plane": solve_cutting_plane}
+NATIVE_SOLVERS = {"subgradient": solve_subgradient, "gd": solve_gd, "cutting_plane": solve_cutting_plane,
+                  "truncated_newton": solve_truncated_newton}
 
 
 def available_solvers() -> list[str]:
@@ -125,10 +130,11 @@ def solve(problem, solver: str = "clarabel", *, tol: float | None = None, formul
         tol = spec.default_tol
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0 < tol < 1):
         raise ValidationError(f"tol must be a number in (0, 1), got {tol!r}")
-    if spec.kind == "native" and not ranking.variant.is_default:
-        raise SolverNotAvailableError(
-            f"the native solver {spec.name!r} solves the papers' problem only, not the variant "
-            f"{ranking.variant!r}; solvers that can: {', '.join(installed_cvxpy_solvers())}")
+    if not spec.accepts(ranking.variant):
+        able = [name for name in available_solvers() if get_spec(name).accepts(ranking.variant)]
+        what = "the papers' problem (hinge loss)" if ranking.variant.is_default else f"the variant {ranking.variant!r}"
+        raise SolverNotAvailableError(f"the solver {spec.name!r} does not solve {what}; solvers that can: "
+                                      f"{', '.join(able)}")
     if spec.kind == "native":
         name = form.name if form is not None else ("pairfree" if spec.pairfree else "hinge")
         if spec.pairfree:

@@ -71,6 +71,11 @@ class SolverSpec:
         in minutes: first-order solvers that stall (OSQP and SCS on the lifted
         and dual forms) end as ``user_limit`` rows instead of running for their
         full default of 100,000-200,000 iterations.
+    losses : tuple of str
+        The losses of :class:`cvxrank.variants.Variant` the solver minimises.
+    extensions : frozenset or None
+        The :attr:`~cvxrank.variants.Variant.extensions` it takes (None: all of them, the CVXPY
+        solvers, which read the compiled problem).
     default_tol : float
         The certified relative gap :func:`cvxrank.solve` asks for when no
         ``tol`` is given: 1e-6, except the pure subgradient method (1e-4, what
@@ -94,6 +99,12 @@ class SolverSpec:
     exp_cone: bool = False
     listwise_defaults: dict = field(default_factory=dict)
     quick_max_iter: int | None = None
+    losses: tuple = ("hinge", "squared_hinge")
+    extensions: frozenset | None = None
+
+    def accepts(self, variant) -> bool:
+        """Whether the solver solves ``variant`` (a :class:`cvxrank.variants.Variant`)."""
+        return variant.loss in self.losses and (self.extensions is None or variant.extensions <= self.extensions)
 
     def max_iter(self, n: int) -> dict:
         """``{option name: n}`` for an iteration cap (empty when the solver has none)."""
@@ -150,12 +161,17 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
                "MSK_DPAR_OPTIMIZER_MAX_TIME", exp_cone=True),
     SolverSpec("subgradient", _N, "projected subgradient, step 1/(λ(k+1)), weighted average; certified stop",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=False,
-               default_tol=1e-4, quick_max_iter=200_000),
+               default_tol=1e-4, quick_max_iter=200_000, losses=("hinge",), extensions=frozenset()),
     SolverSpec("gd", _N, "fixed-step gradient descent of Fig. 3/SIGIR, as published", "cvxrank",
-               max_iter_option="max_iter", warm_start=False),
+               max_iter_option="max_iter", warm_start=False, losses=("hinge",), extensions=frozenset()),
     SolverSpec("cutting_plane", _N, "pair-free stabilised 1-slack cutting planes, certified by its own bound",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=True,
-               fallback=4, pairfree=True, start_option="warm_start_w"),
+               fallback=4, pairfree=True, start_option="warm_start_w", losses=("hinge",),
+               extensions=frozenset({"margin"})),
+    SolverSpec("truncated_newton", _N, "pair-free truncated Newton (CG) for the squared hinge, certified by its dual",
+               "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=True,
+               pairfree=True, start_option="warm_start_w", losses=("squared_hinge",),
+               extensions=frozenset({"margin"})),
 )}
 
 

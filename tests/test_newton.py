@@ -1,0 +1,106 @@
+"""The pair-free truncated Newton method (squared hinge) against an independent CVXPY problem, its
+certificate at every iteration, and its limits."""
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxrank as cr
+from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
+from cvxrank.native import cost_table
+from cvxrank.native.newton import truncated_newton
+from cvxrank.native.variant_oracle import VariantOracle
+from cvxrank.variants import Variant
+from tests.conftest import assert_agree, brute_force_pairs
+from tests.test_native_oracle import random_instance
+
+
+def independent_optimum(data, tau, mu, margin, lam):
+    """``min F`` of the squared-hinge problem written from pairs by hand (Clarabel, tight tolerances)."""
+    D, c, m = brute_force_pairs(data, tau=tau, mu=mu, margin=margin)
+    w = cp.Variable(D.shape[1])
+    prob = cp.Problem(cp.Minimize(c @ cp.square(cp.pos(m - D @ w)) + lam * cp.sum_squares(w)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        # any point gives a valid upper bound F(w_ref) ≥ min F; tight tolerances only make it sharper
+        prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    w_ref = np.asarray(w.value)
+    F_ref = float(c @ np.maximum(m - D @ w_ref, 0.0) ** 2 + lam * w_ref @ w_ref)  # F at a point: ≥ min F
+    return w_ref, F_ref
+
+
+CASES = [pytest.param(seed, integer, sparse, margin, id=f"seed{seed}-{'int' if integer else 'float'}"
+                      f"{'-sparse' if sparse else ''}-{margin}")
+         for seed in range(3) for integer in (False, True) for sparse in (False, True)
+         for margin in (None, "grade_difference")]
+
+
+@pytest.mark.parametrize("seed,integer,sparse,margin", CASES)
+def test_newton_matches_clarabel_and_its_bound_is_sound(seed, integer, sparse, margin):
+    data, _, tau, _, _ = random_instance(seed, integer=integer, sparse=sparse)
+    mu = "balanced" if seed % 2 else None
+    lam = [0.01, 0.3, 3.0][seed % 3]
+    variant = Variant(loss="squared_hinge", margin=margin)
+    problem = cr.RankingProblem(data, tau=tau, mu=mu, lam=lam, variant=variant)
+    res = cr.solve(problem, "truncated_newton", tol=1e-9)
+    assert res.status == "optimal" and res.formulation == "pairfree" and not problem.has_pairs
+    assert res.certificate == "squared-hinge dual bound (pair-free)"
+    ref = cr.solve(cr.RankingProblem(data, tau=tau, mu=mu, lam=lam, variant=variant), "clarabel")
+    assert_agree(res, ref)
+    w_ind, F_ind = independent_optimum(data, tau, mu, margin, lam)
+    # soundness: every iteration's lower bound stays below an independent upper bound on min F
+    assert np.all(res.history["dual_objective"] <= F_ind * (1 + 1e-10) + 1e-12)
+    assert res.hinge_objective == pytest.approx(problem.hinge_objective(res.w), rel=1e-10)
+    # strong convexity: ‖w − w_ind‖² ≤ (gap + F(w_ind) − lower) / λ
+    lower = res.hinge_objective - res.gap_L
+    rounding = 64 * np.finfo(float).eps * F_ind
+    assert np.linalg.norm(res.w - w_ind) ** 2 <= (res.gap_L + max(F_ind - lower, 0.0) + rounding) / lam
+
+
+def test_newton_converges_in_few_steps_and_history_is_monotone():
+    data = cr.make_ranking(n_queries=30, n_features=8, random_state=2)
+    oracle = VariantOracle.from_data(data, cost_table(data))
+    run = truncated_newton(oracle, 0.05, tol=1e-10)
+    assert run.status == "optimal" and run.iterations <= 20
+    h = run.history
+    assert np.all(np.diff(h["objective"]) <= 1e-12 * h["objective"].iloc[0])  # Armijo: F decreases
+    assert np.all(np.diff(h["dual_objective"]) >= 0)
+
+
+def test_limits_warm_start_and_floor():
+    data = cr.make_ranking(n_queries=10, n_features=5, random_state=4)
+    problem = cr.RankingProblem(data, mu="balanced", lam=0.1, variant=Variant(loss="squared_hinge"))
+    with pytest.warns(InaccurateSolutionWarning):
+        capped = cr.solve(problem, "truncated_newton", max_iter=1)
+    assert capped.status == "user_limit" and capped.relative_gap > 1e-6 and capped.gap_L >= 0
+    done = cr.solve(problem, "truncated_newton")
+    again = cr.solve(problem, "truncated_newton", warm_start_w=done.w)
+    assert again.iterations == 0 and again.status == "optimal"
+    with pytest.warns(InaccurateSolutionWarning, match="below the relative gap float64 can certify"):
+        low = cr.solve(problem, "truncated_newton", tol=1e-17)
+    assert low.status == "optimal_inaccurate" and low.relative_gap < 1e-10
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_iter": 0}, "max_iter must be a positive integer"),
+    ({"cg_max_iter": 1.5}, "cg_max_iter must be a positive integer"),
+    ({"forcing": 1.0}, "forcing must be in"),
+    ({"time_limit": -1}, "time_limit must be a positive"),
+    ({"warm_start_w": [1.0]}, "warm_start_w must be 5 finite numbers"),
+])
+def test_bad_options_are_refused(kwargs, message):
+    data = cr.make_ranking(n_queries=4, n_features=5, random_state=0)
+    problem = cr.RankingProblem(data, lam=0.1, variant=Variant(loss="squared_hinge"))
+    with pytest.raises(ValidationError, match=message):
+        cr.solve(problem, "truncated_newton", **kwargs)
+
+
+def test_variants_it_cannot_take_are_refused_naming_the_solvers_that_can():
+    data = cr.make_ranking(n_queries=4, n_features=3, random_state=0)
+    for variant in (Variant(loss="squared_hinge", l1=0.1), Variant(loss="squared_hinge", lower=0.0)):
+        with pytest.raises(cr.exceptions.SolverNotAvailableError, match="solvers that can: clarabel"):
+            cr.solve(cr.RankingProblem(data, lam=0.1, variant=variant), "truncated_newton")
+    with pytest.raises(ValidationError, match="truncated_newton solves the squared hinge"):
+        cr.native.newton.solve_truncated_newton(cr.RankingProblem(data, lam=0.1))
