@@ -155,6 +155,7 @@ class PathSolver:
         self.n_solves = 0
         self.n_builds = 0
         self._last_w = None
+        self._variant = None
 
     @property
     def formulation_name(self) -> str | None:
@@ -183,14 +184,19 @@ class PathSolver:
         weights = check_costs(1.0 if weights is None else weights, n, "weights")
         return theorem1_C(weights, lam), weights, lam
 
-    def _build(self, C, weights, lam) -> None:
+    def _build(self, C, weights, lam, variant) -> None:
         start = time.perf_counter()
+        self._variant = variant
         if self.requested == "native":
-            self.problem = RankingProblem(self.pairs, weights=weights, lam=lam)
+            self.problem = RankingProblem(self.pairs, weights=weights, lam=lam, variant=variant)
             self.build_time += time.perf_counter() - start
             self.n_builds += 1
             return
-        if self.requested == "hinge":
+        if variant is not None and not variant.is_default:
+            ranking = RankingProblem(self.pairs, weights=weights, lam=lam, variant=variant)
+            form = (build_hinge(ranking, costs=self.costs) if self.requested == "hinge"
+                    else build(ranking, formulation=self.requested, costs=self.costs))
+        elif self.requested == "hinge":
             form = build_hinge(self.pairs, weights, lam, costs=self.costs)
         else:
             form = build(self.pairs, C, formulation=self.requested, costs=self.costs)
@@ -198,32 +204,43 @@ class PathSolver:
         self.n_builds += 1
         self.formulation = form
 
-    def _set(self, C, weights, lam) -> None:
+    def _set(self, C, weights, lam, variant) -> None:
         if self.requested == "native":
-            self.problem = RankingProblem(self.pairs, weights=weights, lam=lam)
+            self._variant = variant
+            self.problem = RankingProblem(self.pairs, weights=weights, lam=lam, variant=variant)
             return
         form = self.formulation
         hinge = "lam" in form.parameters
-        if not form.accepts(weights if hinge else C):
+        old = self._variant
+        if (old is None) != (variant is None) or (old is not None and old.describe() != variant.describe()) \
+                or (variant is not None and variant.l1 > 0 and not hinge and lam != form.ranking.lam):
+            # another variant (or an elastic net's rho = l1 / (2 lam) at another lam): a new problem
+            self._build(C, weights, lam, variant)
+        elif not form.accepts(weights if hinge else C):
             # Costs that are no multiple of the first point's: rebuild once with one parameter per pair.
             self.costs = "per_pair"
-            self._build(C, weights, lam)
+            self._build(C, weights, lam, variant)
         elif hinge:
             form.set_weights(weights, lam)
         else:
             form.set_costs(C)
 
-    def solve(self, *, C=None, weights=None, lam=None) -> SolveResult:
+    def solve(self, *, C=None, weights=None, lam=None, variant=None) -> SolveResult:
         """Solve at one point: per-pair costs ``C``, or pair ``weights`` and ``lam`` (Theorem 1).
 
         The first call builds the problem; later calls only change its
-        parameter values, so CVXPY reuses its compilation.
+        parameter values, so CVXPY reuses its compilation. ``variant`` (a
+        :class:`~cvxrank.variants.Variant`, default the papers' problem) states
+        the problem solved; a point with another variant than the previous one
+        builds its problem anew (counted in ``n_builds``).
         """
         C, weights, lam = self._costs(C, weights, lam)
+        if variant is not None and variant.is_default:
+            variant = None
         if self.formulation is None and self.problem is None:
-            self._build(C, weights, lam)
+            self._build(C, weights, lam, variant)
         else:
-            self._set(C, weights, lam)
+            self._set(C, weights, lam, variant)
         self.n_solves += 1
         options = self.options
         start_option = SOLVERS[self.solver].start_option

@@ -141,6 +141,65 @@ class Variant:
             parts.add("constraints")
         return frozenset(parts)
 
+    # -- text form ----------------------------------------------------------------
+    def describe(self) -> str:
+        """A short text naming the variant: ``"papers"`` for the default, else ``key=value`` items joined
+        by ``+`` (what :meth:`from_text` reads; arrays and constraints show as ``given``).
+
+        Examples
+        --------
+        >>> Variant(loss="squared_hinge", margin="grade_difference", l1=0.1).describe()
+        'loss=squared_hinge+margin=grade_difference+l1=0.1'
+        """
+        if self.is_default:
+            return "papers"
+        parts = [] if self.loss == "hinge" else [f"loss={self.loss}"]
+        if self.margin is not None:
+            parts.append(f"margin={self.margin if isinstance(self.margin, str) else 'given'}")
+        if self.l1 != 0:
+            parts.append(f"l1={self.l1:g}")
+        for key in ("lower", "upper"):
+            value = getattr(self, key)
+            if value is not None:
+                parts.append(f"{key}={value:g}" if np.ndim(value) == 0 else f"{key}=given")
+        if self.constraints is not None:
+            parts.append("constraints=given")
+        return "+".join(parts)
+
+    @classmethod
+    def from_text(cls, text: str) -> Variant:
+        """Read :meth:`describe`'s form: ``papers`` (or ``hinge``), or ``+``-joined items ``loss=…``,
+        ``margin=…``, ``l1=…``, ``lower=…``, ``upper=…``; a bare ``squared_hinge`` is ``loss=squared_hinge``.
+
+        Examples
+        --------
+        >>> Variant.from_text("squared_hinge+margin=gain_difference")
+        Variant(loss='squared_hinge', margin='gain_difference', l1=0.0, lower=None, upper=None, constraints=None)
+        """
+        text = str(text).strip()
+        if text in ("papers", "hinge", "default"):
+            return cls()
+        kwargs = {}
+        for item in text.split("+"):
+            key, sep, value = item.strip().partition("=")
+            if not sep and key in LOSSES:
+                key, value = "loss", key
+            if key not in ("loss", "margin", "l1", "lower", "upper") or not value or key in kwargs:
+                raise ValidationError(
+                    f"cannot read the variant {text!r}: write papers, or items loss=hinge|squared_hinge, "
+                    f"margin={'|'.join(MARGINS)}, l1=V, lower=V, upper=V joined by '+' (e.g. squared_hinge+l1=0.1)")
+            if key in ("l1", "lower", "upper"):
+                try:
+                    number = float(value)
+                except ValueError:
+                    raise ValidationError(f"variant {text!r}: {key} must be a number, got {value!r}") from None
+                if not np.isfinite(number):
+                    raise ValidationError(f"variant {text!r}: {key} must be finite, got {value!r}")
+                kwargs[key] = number
+            else:
+                kwargs[key] = value
+        return cls(**kwargs)
+
     # -- per-problem values ------------------------------------------------------
     def margins(self, pairs: PairSet) -> np.ndarray:
         """``m_i`` of every pair."""

@@ -115,3 +115,25 @@ def test_defaults_are_quick_and_reports_hold_no_machine_paths(tmp_path):
     assert "/tmp" not in line and str(tmp_path) not in line and "--out study" in line
     capped = parser.parse_args(["--out", "x", "--solvers", "osqp", "--max-iter", "50"])
     assert compare.study_from_args(capped).max_iter == 50 and compare.study_from_args(capped).solver_options == {}
+
+
+def test_variants_axis_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / "v"
+    args = ["compare", "--instances", "ecml", "--sizes", "2", "--formulations", "lifted", "--solvers",
+            "clarabel,truncated_newton", "--profiles", "mid", "--variants", "papers,squared_hinge+l1=0.1",
+            "--no-progress", "--out", str(out)]
+    assert main(args) == 0
+    df = pd.read_csv(out / "results.csv")
+    assert sorted(df["cost"]) == ["lam=1", "lam=1", "lam=1 variant=loss=squared_hinge+l1=0.1",
+                                  "lam=1 variant=loss=squared_hinge+l1=0.1"]
+    # the pair-free Newton method takes neither the hinge nor an l1 term: two unsupported rows, saying why
+    tn = df[df["solver"] == "truncated_newton"]
+    assert (tn["status"] == "unsupported").all() and tn["message"].str.contains("does not solve").all()
+    assert (df[df["solver"] == "clarabel"]["status"] == "optimal").all()
+    assert "--variants papers,squared_hinge+l1=0.1" in (out / "report.md").read_text()
+    for bad in ("squared", "l1=x", "papers,papers"):
+        changed = [bad if a == "papers,squared_hinge+l1=0.1" else a for a in args[:-1]]
+        assert main(changed + [str(tmp_path / "never")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("cvxrank compare: error:"), err
+    assert not (tmp_path / "never").exists()

@@ -161,6 +161,38 @@ def test_study_rows_have_the_fixed_columns_and_agree_with_an_independent_solve(s
     assert (df["peak_memory"] >= 0).all() and (df["wall_time"] > 0).all()
 
 
+def test_variants_are_a_study_axis(tmp_path):
+    """Cost settings carry a variant: each solver states it or gives an 'unsupported' row; objectives are the
+    variant's, recomputed here from pairs written out by hand."""
+    from cvxrank.variants import Variant
+    from tests.conftest import brute_force_pairs
+
+    data = tiny(2, 4)
+    squared = Variant(loss="squared_hinge", margin="grade_difference")
+    costs = [CostSetting(lam=0.5), CostSetting(lam=0.5, variant=squared)]
+    study = Study([Instance.from_data("tiny", data)], ["lifted", "dual"],
+                  ["clarabel", "cutting_plane", "truncated_newton"], ["mid"], costs=costs, timeout=60)
+    assert costs[1].name == "lam=0.5 variant=loss=squared_hinge+margin=grade_difference"
+    assert study.hash != Study([Instance.from_data("tiny", data)], ["lifted", "dual"],
+                               ["clarabel", "cutting_plane", "truncated_newton"], ["mid"], costs=costs[:1]).hash
+    df = run_study(study, tmp_path / "s", progress=False)
+    status = {(r.cost.startswith("lam=0.5 variant"), r.formulation, r.solver): r.status for r in df.itertuples()}
+    assert status == {
+        (False, "lifted", "clarabel"): "optimal", (False, "dual", "clarabel"): "optimal",
+        (False, "native", "cutting_plane"): "optimal", (False, "native", "truncated_newton"): "unsupported",
+        (True, "lifted", "clarabel"): "optimal", (True, "dual", "clarabel"): "unsupported",
+        (True, "native", "cutting_plane"): "unsupported", (True, "native", "truncated_newton"): "optimal"}
+    D, c, m = brute_force_pairs(data, margin="grade_difference")
+    for row in df[df["cost"] == costs[1].name].itertuples():
+        if row.status == "optimal":  # within the two certified gaps of the reference (1e-9, high) and the run (1e-6)
+            assert row.reference_objective * (1 - 1e-9) <= row.objective <= row.reference_objective * (1 + 2e-6)
+    # the reference is the variant's optimum: no w does better on the independently written problem
+    ref = df[df["cost"] == costs[1].name]["reference_objective"].iloc[0]
+    w_any = np.zeros(3)
+    assert ref <= float(c @ np.maximum(m - D @ w_any, 0) ** 2)
+    assert success_rates(df).loc[("native", "truncated_newton"), "mid"] == 100.0  # unsupported rows left out
+
+
 def test_resume_skips_finished_rows_and_repairs_a_torn_line(small_study):
     study, out, df, *_ = small_study
     again = run_study(study, out, progress=False)

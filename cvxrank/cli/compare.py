@@ -1,5 +1,5 @@
 """Run a solver comparison study: instances x sizes x formulations x solvers x tolerance profiles x
-cost settings. Every run is one row of OUT/results.csv (written as runs finish, so an interrupted
+cost settings (lambda, tau, mu and the variant of the problem). Every run is one row of OUT/results.csv (written as runs finish, so an interrupted
 study resumes where it stopped); each run has its own worker process and time limit, so a solver
 that hangs or crashes gives a 'timeout' or 'error' row. At the end OUT/report.md holds success
 rates, shifted geometric means of runtime, performance profiles, growth exponents, versions and
@@ -26,6 +26,8 @@ EPILOG = """examples:
   cvxrank compare --instances ecml --sizes 5,10,20 --solvers clarabel,subgradient --out ecml-study
   cvxrank compare --instances letor:train.txt --test-fraction 0.2 --solvers clarabel --out letor-study
   cvxrank compare --instances ohsumed --sizes 1,2 --lams 0.1,1 --mu none,balanced --out costs-study
+  cvxrank compare --instances ohsumed --sizes 1,2 --variants papers,squared_hinge,margin=grade_difference \
+      --solvers clarabel,osqp,cutting_plane,truncated_newton --out variants-study   # variants as an axis
   cvxrank compare ... --out study                # run again: finished rows are skipped (resume)
   cvxrank compare ... --out study --overwrite    # another definition: replace the old results
   cvxrank compare ... --scheduler tcp://10.0.0.5:8786   # on a Dask cluster (pip install 'cvxrank[dask]')
@@ -48,6 +50,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tau", metavar="H-L=V,...", help="tau per grade pair, e.g. 2-1=2,2-0=3,1-0=1 "
                                                             "(default all 1)")
     parser.add_argument("--mu", default="none", help="none and/or balanced, comma-separated (default none)")
+    parser.add_argument("--variants", default="papers", metavar="V1,V2",
+                        help="variants of the problem, comma-separated: papers, or '+'-joined items "
+                             "loss=squared_hinge, margin=grade_difference|gain_difference, l1=V, lower=V, upper=V "
+                             "(e.g. papers,squared_hinge,squared_hinge+margin=grade_difference; default papers); "
+                             "a solver or formulation that cannot state one gives 'unsupported' rows")
     parser.add_argument("--test-fraction", type=float, default=0.0, dest="test_fraction",
                         help="held-out queries for the ndcg10 column, as a fraction of the size (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated instances (default 0)")
@@ -108,7 +115,7 @@ def _check_values(args) -> None:
         raise CvxrankError(f"--jobs must be a positive integer, got {args.jobs}")
     if args.max_iter is not None and not 1 <= args.max_iter <= MAX_ITER_LIMIT:
         raise CvxrankError(f"--max-iter must be a positive integer (at most {MAX_ITER_LIMIT}), got {args.max_iter}")
-    for name in ("solvers", "formulations", "profiles", "lams", "mu", "instances", "sizes"):
+    for name in ("solvers", "formulations", "profiles", "lams", "mu", "instances", "sizes", "variants"):
         values = split(getattr(args, name))
         if values and len(set(values)) != len(values):
             twice = sorted({v for v in values if values.count(v) > 1})
@@ -137,7 +144,11 @@ def study_from_args(args):
     if taus == "estimate":
         raise CvxrankError("--tau estimate is not supported by compare; give H-L=V values")
     mus = [parse_mu(m) for m in split(args.mu)] or [None]
-    costs = [CostSetting(lam=lam, tau=taus, mu=mu) for mu in mus for lam in _numbers(args.lams, "lams")]
+    from cvxrank.variants import Variant
+
+    variants = [Variant.from_text(v) for v in split(args.variants)] or [Variant()]
+    costs = [CostSetting(lam=lam, tau=taus, mu=mu, variant=v)
+             for v in variants for mu in mus for lam in _numbers(args.lams, "lams")]
     instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
     if args.max_iter is not None and args.max_iter < 1:
         raise CvxrankError(f"--max-iter must be a positive integer, got {args.max_iter}")
@@ -179,6 +190,8 @@ def command_line(args) -> str:
         parts.append(f"--tau {args.tau}")
     if args.mu != "none":
         parts.append(f"--mu {args.mu}")
+    if args.variants != "papers":
+        parts.append(f"--variants {args.variants}")
     if args.test_fraction:
         parts.append(f"--test-fraction {args.test_fraction:g}")
     parts.append(f"--out {shown_path(args.out)}")

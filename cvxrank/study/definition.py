@@ -1,7 +1,8 @@
 """What a study is: the grid, its validation, its fixed columns and its hash.
 
 A :class:`Study` is instances x formulations x solvers x profiles x cost
-settings. CVXPY solvers run on every formulation asked for; native solvers
+settings (``λ``, ``τ``, ``μ`` and the variant of the problem). CVXPY solvers
+run on every formulation asked for; native solvers
 (:data:`cvxrank.solvers.NATIVE_SOLVERS`) read only the pairs and costs, so
 they run once per cell with formulation ``"native"``. Every run becomes one
 row with the columns :data:`COLUMNS`.
@@ -15,12 +16,15 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
+
 from cvxrank.costs import check_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS
 from cvxrank.solvers import NATIVE_SOLVERS, available_solvers
 from cvxrank.study.instances import Instance
 from cvxrank.study.profiles import PROFILES, Profile, get_profile
+from cvxrank.variants import Variant
 
 __all__ = ["COLUMNS", "KEY", "STUDY_FORMULATIONS", "CostSetting", "Study", "check_names"]
 
@@ -54,7 +58,7 @@ def _plain(v):
 
 @dataclass(frozen=True)
 class CostSetting:
-    """Costs of the weighted hinge problem (9)/SIGIR: ``λ``, ``τ`` per grade pair, ``μ`` per query.
+    """The problem solved on an instance: ``λ``, ``τ`` per grade pair, ``μ`` per query and the variant.
 
     Attributes
     ----------
@@ -63,16 +67,27 @@ class CostSetting:
         ``{(higher, lower): τ}`` for every grade pair of the instances, or None (all ones).
     mu : None, "balanced" or mapping
     name : str, optional
-        The ``cost`` column; default built from the values, e.g. ``"lam=1"``.
+        The ``cost`` column; default built from the values, e.g. ``"lam=1"`` or
+        ``"lam=1 variant=loss=squared_hinge"``.
+    variant : Variant, optional
+        The variant of the weighted hinge problem (9)/SIGIR (:class:`cvxrank.variants.Variant`;
+        default the papers' problem): variants are a study axis like ``λ``, ``τ`` and ``μ``. A
+        solver or formulation that cannot state it gives an ``"unsupported"`` row.
     """
 
     lam: float = 1.0
     tau: object = None
     mu: object = None
     name: str | None = None
+    variant: Variant | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "lam", check_lam(self.lam))
+        variant = Variant() if self.variant is None else self.variant
+        if not isinstance(variant, Variant):
+            raise ValidationError(f"variant of a cost setting must be a cvxrank.variants.Variant, "
+                                  f"got {type(variant).__name__}")
+        object.__setattr__(self, "variant", variant)
         if self.tau is not None and not hasattr(self.tau, "items"):
             raise ValidationError(f"tau of a cost setting must be None or a mapping, got {type(self.tau).__name__}")
         if not (self.mu is None or self.mu == "balanced" or hasattr(self.mu, "items")):
@@ -84,6 +99,8 @@ class CostSetting:
                                                for (h, lo), v in sorted(self.tau.items())))
             if self.mu is not None:
                 parts.append(f"mu={self.mu if isinstance(self.mu, str) else 'given'}")
+            if not variant.is_default:
+                parts.append(f"variant={variant.describe()}")
             object.__setattr__(self, "name", " ".join(parts))
         if "," in self.name:
             raise ValidationError(f"cost setting name must not contain commas, got {self.name!r}")
@@ -92,7 +109,16 @@ class CostSetting:
         tau = None if self.tau is None else sorted([_plain(h), _plain(lo), float(v)] for (h, lo), v in self.tau.items())
         mu = self.mu if self.mu is None or isinstance(self.mu, str) else sorted(
             [str(_plain(k)), float(v)] for k, v in self.mu.items())
-        return {"name": self.name, "lam": self.lam, "tau": tau, "mu": mu}
+        extra = {} if self.variant.is_default else {"variant": self._variant_text()}
+        return {"name": self.name, "lam": self.lam, "tau": tau, "mu": mu, **extra}
+
+    def _variant_text(self) -> str:
+        v = self.variant
+        given = [repr(getattr(v, k)) for k in ("margin", "lower", "upper") if np.ndim(getattr(v, k)) > 0]
+        # arrays and constraints do not fit describe(): their values (or the function's name) go in the hash
+        if v.constraints is not None:
+            given.append(getattr(v.constraints, "__qualname__", repr(v.constraints)))
+        return v.describe() + ("" if not given else " " + " ".join(given))
 
 
 def check_names(formulations, solvers, profiles) -> tuple[list, list, list]:

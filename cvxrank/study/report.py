@@ -185,9 +185,12 @@ def _definition(df, study, time_limit) -> list[str]:
                 _table(table)]
     return out + ["", ("A run is *found* when its status is `optimal`: the solver finished and cvxrank's "
                        "certified relative duality gap is at most the profile's ε. `objective` is the hinge "
-                       "objective (9) of SIGIR 2006 at the run's `w`; `objective_error` and `w_error` are "
-                       "relative to the reference. Wall time counts building the CVXPY problem, compiling, "
-                       "solving and the certificate."), ""]
+                       "objective (9) of SIGIR 2006 at the run's `w` (of the cost setting's variant, when it "
+                       "names one: `variant=...`); `objective_error` and `w_error` are relative to the "
+                       "reference of the same cost setting. Wall time counts building the CVXPY problem, "
+                       "compiling, solving and the certificate. An `unsupported` row is a solver or formulation "
+                       "that cannot state the variant: left out of success rates and mean times, counted as "
+                       "not solved in performance profiles."), ""]
 
 
 def _results(df, rates, sgm, growth, figs, rel) -> list[str]:

@@ -52,7 +52,7 @@ def load_results(folder) -> pd.DataFrame:
                                   "profile": str, "status": str, "message": str})
     df["found"] = df["found"].astype(str).str.lower() == "true"
     for col in ("message", "resolved_formulation", "solver_status", "solver_version"):
-        df[col] = df[col].fillna("").astype(str)
+        df[col] = ["" if pd.isna(v) else str(v) for v in df[col]]  # an all-empty column reads as float NaN
     return df[list(COLUMNS)]
 
 

@@ -19,6 +19,11 @@ reads back).
   ``p``), and ``ρ_m(τ) = #{p : r_pm ≤ τ} / #problems``.
 * :func:`growth_exponents`: least-squares slopes of ``log(time)`` and
   ``log(peak memory)`` against ``log(pairs)``, per instance family and method.
+
+Rows of status ``"unsupported"`` (a solver or formulation that cannot state a cost setting's
+variant) are left out of the success rates and the shifted geometric means, which judge a method
+on the problems it can state; performance profiles keep them as not solved (``r_pm = ∞``), as
+Dolan and Moré do for a solver that cannot handle a problem; :func:`status_counts` counts them.
 """
 
 from __future__ import annotations
@@ -55,6 +60,11 @@ def _check(df: pd.DataFrame, extra=()) -> pd.DataFrame:
     return df
 
 
+def _stated(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of runs the method could state (not ``"unsupported"``)."""
+    return df[df["status"] != "unsupported"] if "status" in df.columns else df
+
+
 def shifted_geometric_mean(values, shift: float = 10.0) -> float:
     """``exp(mean(log(v + shift))) - shift`` of non-negative values.
 
@@ -75,7 +85,7 @@ def shifted_geometric_mean(values, shift: float = 10.0) -> float:
 
 def success_rates(df: pd.DataFrame, by=METHOD) -> pd.DataFrame:
     """Percent of runs found, rows ``by`` (default formulation, solver), one column per profile."""
-    df = _check(df, by)
+    df = _stated(_check(df, by))
     table = df.groupby([*by, "profile"], sort=False)["found"].mean().mul(100.0).unstack("profile")
     return table[[p for p in pd.unique(df["profile"]) if p in table.columns]]
 
@@ -113,7 +123,7 @@ def shifted_geometric_means(df: pd.DataFrame, *, time_limit: float, shift: float
     DataFrame
         Rows ``by``, one column per profile; 1.0 is the best method of the profile.
     """
-    df = _check(df, (*by, time))
+    df = _stated(_check(df, (*by, time)))
     if not time_limit or time_limit <= 0:
         raise ValidationError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
     t = _runtimes(df, time, float(time_limit))

@@ -32,9 +32,10 @@ import numpy as np
 from cvxrank.costs import pair_weights
 from cvxrank.exceptions import InaccurateSolutionWarning
 from cvxrank.metrics import ndcg_score
-from cvxrank.objectives import hinge_objective
 from cvxrank.pairs import make_pairs
 from cvxrank.path import PathSolver
+from cvxrank.problem import RankingProblem
+from cvxrank.solvers.registry import get_spec
 from cvxrank.study.instances import Instance
 from cvxrank.study.profiles import Profile, passes, solver_options
 
@@ -113,20 +114,33 @@ def _peak() -> float:
 
 
 # -- running ------------------------------------------------------------------
+def unsupported(solver: str, formulation: str, variant) -> str:
+    """Why ``solver`` on ``formulation`` cannot state ``variant`` ("" when it can)."""
+    if not get_spec(solver).accepts(variant):
+        return f"{solver} does not solve the variant {variant.describe()}"
+    if not variant.is_default and formulation == "dual":
+        return f"the dual formulation states the papers' problem only, not the variant {variant.describe()}"
+    return ""
+
+
 def _run_one(path: PathSolver, pairs, test, cost, task: Task, sizes: dict) -> dict:
     first = path.n_solves == 0
+    why = unsupported(task.solver, task.formulation, cost.variant)
+    if why:
+        return skeleton_row(task, cost, sizes, "unsupported", why)
     try:
         weights = pair_weights(pairs, tau=cost.tau, mu=cost.mu)
         base = _reset_peak()
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InaccurateSolutionWarning)
-            res = path.solve(weights=weights, lam=cost.lam)
+            res = path.solve(weights=weights, lam=cost.lam, variant=cost.variant)
         wall = time.perf_counter() - start
         peak = max(_peak() - base, 0.0)
     except Exception as exc:  # noqa: BLE001 - a failed run is a row, not a dead study
         return skeleton_row(task, cost, sizes, "error", f"{type(exc).__name__}: {exc}")
-    objective = hinge_objective(pairs, res.w, weights, cost.lam)
+    # L(w) of the problem solved, recomputed from the pairs (the variant's, when one is set)
+    objective = RankingProblem(pairs, weights=weights, lam=cost.lam, variant=cost.variant).hinge_objective(res.w)
     row = skeleton_row(task, cost, sizes, res.status)
     row.update(
         found=passes(task.profile, status=res.status, relative_gap=res.relative_gap,
