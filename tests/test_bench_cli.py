@@ -54,3 +54,15 @@ def test_bench_native_certificate_share_before_and_after(tmp_path, capsys):
     assert before["route"].startswith("before") and after["route"].startswith("after")
     assert after["share"] <= 0.2 and after["relative_gap"] <= 1e-6
     assert before["certificate_s"] > after["certificate_s"]
+
+
+def test_bench_native_squared_hinge_runs_three_methods_on_one_objective(tmp_path, capsys):
+    out = tmp_path / "sq.json"
+    assert main(["bench", "native", "--instances", "squared", "--squared-queries", "1", "--json", str(out)]) == 0
+    assert "truncated_newton" in capsys.readouterr().out
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["method"] for r in rows] == ["newton", "clarabel", "linearsvc"]
+    # the same problem: every method's w scored by one objective, within the requested gap of the best bound
+    assert all(r["relative_gap"] <= 1e-6 for r in rows[:2]) and rows[0]["status"] == "optimal"
+    assert abs(rows[0]["objective"] - rows[1]["objective"]) <= 2e-6 * rows[1]["objective"]
+    assert main(["bench", "native", "--instances", "squared", "--squared-queries", "0"]) == 2

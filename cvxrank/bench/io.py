@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from cvxrank._args import split
+from cvxrank._args import positive_ints
 
 HELP = "reading LETOR files: time against lines (fitted exponent) and a 2M-line file vs scikit-learn"
 EPILOG = """examples:
@@ -96,10 +96,7 @@ def run(args) -> int:
     from cvxrank.data import load_letor
     from cvxrank.exceptions import CvxrankError
 
-    try:
-        sizes = [int(v) for v in split(args.sizes) or []]
-    except ValueError:
-        raise CvxrankError(f"--sizes must be positive integers separated by commas, got {args.sizes!r}") from None
+    sizes = positive_ints(args.sizes, "--sizes")
     if len(sizes) < 3 or min(sizes) < 1000 or max(sizes) < 4 * min(sizes):
         raise CvxrankError("--sizes needs at least 3 sizes of at least 1000 lines spanning at least 4x, "
                            f"got {args.sizes!r}")

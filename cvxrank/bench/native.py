@@ -32,8 +32,9 @@ import warnings
 
 import numpy as np
 
-from cvxrank._args import split
+from cvxrank._args import positive_ints, split
 from cvxrank._io import write_json
+from cvxrank.exceptions import ValidationError
 
 HELP = ("pair-free cutting planes (hinge) and truncated Newton (squared hinge) vs LinearSVC and Clarabel on "
         "OHSUMED- and web-sized data; oracle scaling")
@@ -313,9 +314,9 @@ def _time_oracle(data, repeat, rng):
 def _scaling(args):
     from cvxrank.datasets import make_ranking, make_web_like
 
-    sizes = [int(q) for q in split(args.scaling_queries)]
+    sizes = positive_ints(args.scaling_queries, "--scaling-queries")
     if len(sizes) < 2:
-        raise ValueError("--scaling-queries needs at least two sizes (four or more for a meaningful fit)")
+        raise ValidationError("--scaling-queries needs at least two sizes (four or more for a meaningful fit)")
     print(f"\n== oracle scaling in m: web-like data, {args.scaling_features} features, ~100 documents per query; "
           f"median of {args.repeat} calls (loss and subgradient X^T v, no counts; 1 BLAS thread)", flush=True)
     rows = []
@@ -421,9 +422,7 @@ def _squared(args, tau, mu, lam):
     from cvxrank.variants import Variant
 
     variant = Variant(loss="squared_hinge")
-    sizes = [int(q) for q in split(args.squared_queries) or []]
-    if not sizes or min(sizes) < 1:
-        raise ValueError(f"--squared-queries takes positive integers, got {args.squared_queries!r}")
+    sizes = positive_ints(args.squared_queries, "--squared-queries")
     rows, metas = [], []
     print(f"\n== squared hinge (loss='squared_hinge'), C = {args.C:g} (lambda = {lam:g}), tau "
           f"{'given' if tau else 'all 1'}, mu {mu or 'none'}; requested relative gap {args.tol:g}", flush=True)
@@ -435,17 +434,17 @@ def _squared(args, tau, mu, lam):
         oracle = VariantOracle.from_data(data, costs)
         results = {}
 
-        def newton():
+        def newton(data):
             res = solve(RankingProblem(data, tau=tau, mu=mu, lam=lam, variant=variant), "truncated_newton",
                         tol=args.tol)
             return res.w, res.status, res.iterations, res.hinge_objective - res.gap_L
 
-        def clarabel():
+        def clarabel(data):
             problem = RankingProblem(data, tau=tau, mu=mu, lam=lam, variant=variant)
             res = solve(build(problem, formulation="lifted"), "clarabel", tol=args.tol)
             return res.w, res.status, res.iterations, res.hinge_objective - res.gap_L
 
-        def linearsvc():
+        def linearsvc(data):
             pairs, weights = _pairs_and_weights(data, tau, mu)
             D = pairs.difference_matrix()
             z = np.ones(pairs.n_pairs)
@@ -466,7 +465,7 @@ def _squared(args, tau, mu, lam):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InaccurateSolutionWarning)
                 with Measure(args.memory) as m:
-                    results[method] = (*runner(), m)
+                    results[method] = (*runner(data), m)
         lower = max(r[3] for r in results.values())
         base = results["newton"][4].seconds
         for method, (w, status, iterations, _, m) in results.items():
@@ -499,13 +498,13 @@ def run(args) -> int:
     instances = split(args.instances) or []
     unknown = [i for i in instances if i not in INSTANCES]
     if unknown or not instances:
-        raise ValueError(f"unknown instances {unknown}; choose from {', '.join(INSTANCES)}")
+        raise ValidationError(f"unknown instances {unknown}; choose from {', '.join(INSTANCES)}")
     skip = set(split(args.skip) or [])
     bad = skip - set(REFERENCES)
     if bad:
-        raise ValueError(f"--skip takes {', '.join(REFERENCES)}, got {sorted(bad)}")
+        raise ValidationError(f"--skip takes {', '.join(REFERENCES)}, got {sorted(bad)}")
     if not args.C > 0:
-        raise ValueError(f"--C must be positive, got {args.C}")
+        raise ValidationError(f"--C must be positive, got {args.C}")
     lam = check_lam(1.0 / (2.0 * args.C))
     from cvxrank.costs import Costs
 

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from cvxrank._args import split
+from cvxrank._args import positive_ints, split
 from cvxrank._io import write_json
 
 HELP = "lambda path by DPP re-solves vs building and solving each point, with the bound DPP can reach"
@@ -69,15 +69,7 @@ def _data(args, queries: int):
 
 
 def _sizes(text: str) -> list[int]:
-    from cvxrank.exceptions import CvxrankError
-
-    try:
-        sizes = [int(v) for v in split(text) or []]
-    except ValueError:
-        raise CvxrankError(f"--queries must be positive integers separated by commas, got {text!r}") from None
-    if not sizes or min(sizes) < 1:
-        raise CvxrankError(f"--queries must be positive integers separated by commas, got {text!r}")
-    return sizes
+    return positive_ints(text, "--queries")
 
 
 def measure(pairs, formulation: str, solver: str, lams, tol: float = 1e-6) -> dict:

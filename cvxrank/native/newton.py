@@ -42,6 +42,7 @@ import scipy.sparse.linalg as spla
 from cvxrank._optim import MIN_STEP, armijo_step
 from cvxrank.costs import check_lam
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
+from cvxrank.native._checks import check_common, positive_int
 from cvxrank.native.costs import cost_table, cost_table_from_pairs
 from cvxrank.native.cutting_plane import blas_threads, certifiable_gap
 from cvxrank.native.variant_oracle import VariantOracle
@@ -102,12 +103,6 @@ def squared_hinge_bound(result, gradient_loss, lam: float) -> float:
     return 2.0 * lam * (A * A / (4.0 * B)) if B > 0 else 0.0
 
 
-def _check_count(value, name) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValidationError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def truncated_newton(oracle: VariantOracle, lam: float, *, tol: float = 1e-6, max_iter: int = 200,
                      time_limit: float | None = None, warm_start_w=None, cg_max_iter: int = 250,
                      forcing: float = 0.1, stall_after: int = 20, threads: int | None = 1,
@@ -144,20 +139,12 @@ def truncated_newton(oracle: VariantOracle, lam: float, *, tol: float = 1e-6, ma
     NewtonRun
     """
     lam = check_lam(lam)
-    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not (0 < tol < 1):
-        raise ValidationError(f"tol must be a number in (0, 1), got {tol!r}")
-    max_iter = _check_count(max_iter, "max_iter")
-    cg_max_iter = _check_count(cg_max_iter, "cg_max_iter")
-    stall_after = _check_count(stall_after, "stall_after")
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                   or not time_limit > 0):
-        raise ValidationError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    max_iter = positive_int(max_iter, "max_iter")
+    cg_max_iter = positive_int(cg_max_iter, "cg_max_iter")
+    stall_after = positive_int(stall_after, "stall_after")
     if isinstance(forcing, bool) or not isinstance(forcing, (int, float)) or not 0 < forcing < 1:
         raise ValidationError(f"forcing must be in (0, 1), got {forcing!r}")
-    n = oracle.n_features
-    w = np.zeros(n) if warm_start_w is None else np.array(warm_start_w, dtype=np.float64).ravel()
-    if w.shape != (n,) or not np.all(np.isfinite(w)):
-        raise ValidationError(f"warm_start_w must be {n} finite numbers, got shape {w.shape}")
+    w = check_common(tol, time_limit, warm_start_w, oracle.n_features)
     floor = certifiable_gap(oracle.n_documents)
     if tol < floor:
         warnings.warn(
@@ -171,7 +158,6 @@ def truncated_newton(oracle: VariantOracle, lam: float, *, tol: float = 1e-6, ma
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, forcing, stall_after,
          verbose) -> NewtonRun:
     start = time.perf_counter()
-    X, n = oracle.X, w.shape[0]
     s = oracle.scores(w)
     r = oracle.squared_hinge_scores(s, hessian=True)
     calls, cg_total, it = 1, 0, 0
@@ -209,27 +195,14 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, 
                 status = "float_limit" if tol < floor else "stalled"
                 break
         it += 1
-        hess = r.hessian_product
-        op = spla.LinearOperator((n, n), dtype=np.float64,
-                                 matvec=lambda u: 2.0 * lam * u + oracle.gradient(hess(oracle.scores(u))))
-        counter = {"k": 0}
         eta = min(forcing, np.sqrt(gnorm / g0)) if g0 > 0 else forcing
-        d, _ = spla.cg(op, -grad, rtol=eta, atol=0.0, maxiter=cg_max_iter,
-                       callback=lambda _: counter.__setitem__("k", counter["k"] + 1))
-        cg_total += counter["k"]
+        d, steps = _direction(oracle, lam, r, grad, eta, cg_max_iter)
+        cg_total += steps
         slope = float(grad @ d)
         if not slope < 0:  # CG returned no descent direction (rounding at the floor): use the gradient
             d, slope = -grad, -gnorm * gnorm
-        z = oracle.scores(d)
-        ww, wd, dd = float(w @ w), float(w @ d), float(d @ d)
-        evaluations = []
-
-        def phi(t):
-            evaluations.append(1)
-            return lam * (ww + 2.0 * t * wd + t * t * dd) + oracle.squared_hinge_scores(s + t * z).loss
-
-        step, _, _ = armijo_step(phi, F, slope)
-        calls += len(evaluations)
+        step, evaluations = _line_search(oracle, lam, w, s, d, F, slope)
+        calls += evaluations
         if step <= MIN_STEP:
             status = "float_limit" if tol < floor else "stalled"
             break
@@ -240,6 +213,33 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, 
     return NewtonRun(w=w, objective=float(F), lower_bound=float(lower), status=status, iterations=it,
                      oracle_calls=calls, cg_iterations=cg_total, solve_time=time.perf_counter() - start,
                      floor=floor, history=pd.DataFrame(history))
+
+
+def _direction(oracle, lam, r, grad, eta, cg_max_iter):
+    """CG on ``(2λ I + Xᵀ H_s X) d = −∇F`` to ``‖residual‖ ≤ η ‖∇F‖``; returns ``(d, CG steps)``."""
+    n = grad.shape[0]
+    hess = r.hessian_product
+    op = spla.LinearOperator((n, n), dtype=np.float64,
+                             matvec=lambda u: 2.0 * lam * u + oracle.gradient(hess(oracle.scores(u))))
+    steps = [0]
+
+    def count(_):
+        steps[0] += 1
+
+    d, _ = spla.cg(op, -grad, rtol=eta, atol=0.0, maxiter=cg_max_iter, callback=count)
+    return d, steps[0]
+
+
+def _line_search(oracle, lam, w, s, d, F, slope):
+    """Armijo's step along ``d`` on the scores ``s + t X d`` (one product with ``X``); returns ``(t, evaluations)``."""
+    z = oracle.scores(d)
+    ww, wd, dd = float(w @ w), float(w @ d), float(d @ d)
+
+    def phi(t):
+        return lam * (ww + 2.0 * t * wd + t * t * dd) + oracle.squared_hinge_scores(s + t * z).loss
+
+    step, _, evaluations = armijo_step(phi, F, slope)
+    return step, evaluations
 
 
 def solve_truncated_newton(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 200,
