@@ -65,10 +65,14 @@ def case(request, data):
     return request.param, problem, ref, reference(data, variant, lam)
 
 
-@pytest.mark.parametrize("form", ["primal", "lifted", "hinge"])
+@pytest.mark.parametrize("form", ["primal", "lifted", "hinge", "dual"])
 @pytest.mark.parametrize("solver", CORE_CVXPY)
 def test_variant_agrees_with_an_independent_cvxpy_problem_within_its_certificate(case, form, solver):
     name, problem, ref, (w_ind, L_ind) = case
+    if form == "dual" and name in ("nonnegative", "all_at_once"):  # bounds on w: the primal forms only
+        with pytest.raises(ValidationError, match="compiles into the 'primal', 'lifted', 'hinge' formulations"):
+            cr.build(problem, formulation="dual")
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
         res = cr.solve(cr.build(problem, formulation=form), solver)
@@ -113,8 +117,9 @@ def test_default_variant_is_the_papers_problem(data):
 
 def test_variants_are_refused_where_they_cannot_compile(data):
     problem = cr.RankingProblem(data, lam=0.2, variant=Variant(l1=0.1))
-    with pytest.raises(ValidationError, match="compiles into the 'primal', 'lifted' and 'hinge'"):
-        cr.build(problem, formulation="dual")
+    assert cr.build(problem, formulation="dual").name == "dual"  # the elastic net's conjugate is a closed form
+    with pytest.raises(ValidationError, match="does not state the variant.*'primal', 'lifted', 'hinge'"):
+        cr.build(problem.with_variant(Variant(lower=0.0)), formulation="dual")
     with pytest.raises(SolverNotAvailableError, match="does not solve the variant.*solvers that can: .*clarabel"):
         cr.solve(problem, "cutting_plane")
     with pytest.raises(SolverNotAvailableError, match="'truncated_newton' does not solve the papers' problem.*"
@@ -193,3 +198,22 @@ def test_infeasible_constraints_end_in_status_infeasible_never_in_a_w(data):
     problem = cr.RankingProblem(data, lam=0.2, variant=Variant(constraints=lambda w: [w[0] >= 1, w[0] <= -1]))
     res = cr.solve(problem, "clarabel")
     assert res.status == "infeasible" and not res.found and np.isnan(res.w).all()
+
+
+@pytest.mark.parametrize("name", ["squared_gain_margin", "elastic_net"])
+def test_dual_form_holds_costs_both_ways_and_follows_a_lam_path(data, name):
+    variant = VARIANTS[name]
+    problem = cr.RankingProblem(data, tau=TAU, mu="balanced", lam=0.2, variant=variant)
+    ref = cr.solve(problem, "clarabel", formulation="primal")
+    for costs in ("scale", "per_pair"):
+        form = cr.build(problem, formulation="dual", costs=costs)
+        res = cr.solve(form, "clarabel")
+        assert res.status == "optimal" and res.formulation == "dual"
+        assert np.linalg.norm(res.w - ref.w) <= res.distance_bound + ref.distance_bound
+    if variant.l1 == 0:  # a λ path moves the one scale parameter (an elastic net's ρ = l1/(2λ) is a constant)
+        form = cr.build(problem, formulation="dual")
+        other = problem.with_lam(0.05)
+        form.set_costs(other.C)
+        res = cr.solve(form, "clarabel")
+        ref = cr.solve(other, "clarabel", formulation="primal")
+        assert res.status == "optimal" and np.linalg.norm(res.w - ref.w) <= res.distance_bound + ref.distance_bound

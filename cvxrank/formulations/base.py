@@ -12,8 +12,8 @@ from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 from cvxrank.problem import RankingProblem
 
-__all__ = ["COST_PARAMETRIZATIONS", "Formulation", "as_problem", "check_costs", "cost_parameters",
-           "papers_problem_only", "proportional_scale"]
+__all__ = ["COST_PARAMETRIZATIONS", "FORMULATION_EXTENSIONS", "Formulation", "as_problem", "check_costs",
+           "check_states", "cost_parameters", "proportional_scale", "states"]
 
 #: How the QP forms hold their per-pair costs ``C`` (see :func:`cost_parameters`).
 COST_PARAMETRIZATIONS = ("scale", "per_pair")
@@ -36,11 +36,27 @@ def check_costs(values, n_pairs: int, what: str = "C") -> np.ndarray:
     return arr
 
 
-def papers_problem_only(ranking: RankingProblem, name: str) -> None:
-    """Refuse a variant in a formulation that states only the papers' problem."""
-    if not ranking.variant.is_default:
-        raise ValidationError(f"the {name} formulation states the papers' problem only; a variant "
-                              f"({ranking.variant!r}) compiles into the 'primal', 'lifted' and 'hinge' formulations")
+#: The :attr:`~cvxrank.variants.Variant.extensions` each formulation states (the losses: all of them).
+#: The dual takes margins and the ℓ1 term (their conjugates are closed forms); bounds on ``w`` and user
+#: constraints make its ``φ*`` a problem of its own, so they compile into the primal forms only.
+FORMULATION_EXTENSIONS = {
+    "primal": None, "lifted": None, "hinge": None,
+    "dual": frozenset({"margin", "margin_per_pair", "l1"}),
+}
+
+
+def states(name: str, variant) -> bool:
+    """Whether the formulation ``name`` states ``variant`` (:data:`FORMULATION_EXTENSIONS`)."""
+    allowed = FORMULATION_EXTENSIONS.get(name)
+    return allowed is None or variant.extensions <= allowed
+
+
+def check_states(ranking: RankingProblem, name: str) -> None:
+    """Refuse a variant the formulation ``name`` cannot state, naming those that can."""
+    if not states(name, ranking.variant):
+        able = [f for f in FORMULATION_EXTENSIONS if states(f, ranking.variant)]
+        raise ValidationError(f"the {name} formulation does not state the variant {ranking.variant!r}; it "
+                              f"compiles into the {', '.join(repr(f) for f in able)} formulations")
 
 
 def as_problem(problem, C=None) -> tuple[RankingProblem, np.ndarray]:
@@ -277,6 +293,9 @@ class Formulation:
             alpha = self.variables["alpha"].value
             if alpha is None:
                 raise ValidationError("the dual problem has not been solved yet")
+            ranking = self.ranking
+            if ranking.variant.l1 > 0:  # w = S_ρ(Dᵀα), the maximiser in φ*(Dᵀα)
+                return ranking.variant.primal_from_dual(self.pairs, np.asarray(alpha).ravel(), ranking.lam)
             return self.pairs.rmatvec(alpha)
         w = self.variables["w"].value
         if w is None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import cvxpy as cp
+import numpy as np
 
-from cvxrank.formulations.base import Formulation, as_problem, cost_parameters, papers_problem_only
+from cvxrank.formulations.base import Formulation, as_problem, check_states, cost_parameters
 from cvxrank.pairs import PairSet
 
 __all__ = ["build_dual"]
@@ -19,6 +20,12 @@ def build_dual(problem, C=None, *, costs: str = "scale") -> Formulation:
 
         \\max_{\\alpha} \\; \\sum_i \\alpha_i - \\tfrac12 \\|D^\\top \\alpha\\|^2
         \\quad \\text{s.t.} \\quad 0 \\le \\alpha_i \\le C_i
+
+    A variant (:mod:`cvxrank.variants`) with margins, the squared hinge or an ℓ1 term compiles
+    into its dual ``max Σ m_i α_i − h(α) − φ*(Dᵀα)``: ``h(α) = Σ α_i²/(4C_i)`` over ``α ≥ 0``
+    for the squared hinge (held as ``α = C ⊙ γ``, ``γ ≥ 0``), ``φ*(u) = ½‖S_ρ(u)‖²`` with the
+    soft threshold ``S_ρ`` for an elastic net (then ``w = S_ρ(Dᵀα)``). Bounds on ``w`` and user
+    constraints compile into the primal forms only.
 
     The quadratic term is written through ``Dᵀα`` (``n_features`` entries),
     never through the ``n_pairs x n_pairs`` Gram matrix. The weights are
@@ -41,27 +48,51 @@ def build_dual(problem, C=None, *, costs: str = "scale") -> Formulation:
         ``Σ α_i`` as an epigraph variable ``s`` (see the comment in the code).
     """
     ranking, C = as_problem(problem, C)
-    papers_problem_only(ranking, "dual")
+    check_states(ranking, "dual")
+    variant = ranking.variant
     pairs = ranking.pairs
     params, base = cost_parameters(C, pairs.n_pairs, costs)
-    alpha = cp.Variable(pairs.n_pairs, name="alpha")
+    margins = None if variant.margin is None else variant.margins(pairs)
     u = cp.Variable(pairs.n_features, name="u")
     Dt = pairs.difference_matrix().T
-    constraints = [u == Dt @ alpha, alpha >= 0]
-    variables = {"alpha": alpha, "u": u}
-    if base is not None:
-        constraints.append(alpha <= params["scale"] * base)
-        objective = cp.sum(alpha) - 0.5 * cp.sum_squares(u)
+    rho = variant.l1 / (2.0 * ranking.lam)
+    # -φ*(u): -½‖u‖² (16), or -½‖S_ρ(u)‖² with the ℓ1 term of an elastic net
+    conj = 0.5 * cp.sum_squares(u) if rho == 0 else 0.5 * cp.sum(cp.square(cp.pos(cp.abs(u) - rho)))
+    if variant.loss == "squared_hinge":
+        # α = C ⊙ γ with γ ≥ 0: h(α) = Σ α²/(4C) = Σ C γ²/4 stays DPP (a parameter times a convex term)
+        gamma = cp.Variable(pairs.n_pairs, name="gamma", nonneg=True)
+        m = np.ones(pairs.n_pairs) if margins is None else margins
+        variables = {"gamma": gamma, "u": u}
+        if base is not None:
+            kappa = params["scale"]
+            alpha = kappa * cp.multiply(base, gamma)
+            constraints = [u == kappa * (Dt @ cp.multiply(base, gamma))]
+            objective = kappa * ((m * base) @ gamma) - kappa * ((base / 4.0) @ cp.square(gamma)) - conj
+        else:
+            alpha = cp.multiply(params["C"], gamma)
+            s, t = cp.Variable(name="s"), cp.Variable(name="t")
+            variables.update(s=s, t=t)
+            constraints = [u == Dt @ alpha, s <= m @ alpha, params["C"] @ cp.square(gamma) / 4.0 <= t]
+            objective = s - t - conj
+        variables["alpha"] = alpha
     else:
-        # CVXPY stores the objective's coefficients densely over (parameter
-        # entries x variables): with ℓ entries of C, an objective touching all ℓ
-        # entries of α becomes an ℓ x ℓ array (3 GB at 20k pairs). So the
-        # objective only sees u = Dᵀα (n entries) and the epigraph variable
-        # s ≤ Σ α_i; same problem.
-        s = cp.Variable(name="s")
-        variables["s"] = s
-        constraints += [alpha <= params["C"], s <= cp.sum(alpha)]
-        objective = s - 0.5 * cp.sum_squares(u)
+        alpha = cp.Variable(pairs.n_pairs, name="alpha")
+        constraints = [u == Dt @ alpha, alpha >= 0]
+        variables = {"alpha": alpha, "u": u}
+        gain = cp.sum(alpha) if margins is None else margins @ alpha
+        if base is not None:
+            constraints.append(alpha <= params["scale"] * base)
+            objective = gain - conj
+        else:
+            # CVXPY stores the objective's coefficients densely over (parameter
+            # entries x variables): with ℓ entries of C, an objective touching all ℓ
+            # entries of α becomes an ℓ x ℓ array (3 GB at 20k pairs). So the
+            # objective only sees u = Dᵀα (n entries) and the epigraph variable
+            # s ≤ Σ m_i α_i; same problem.
+            s = cp.Variable(name="s")
+            variables["s"] = s
+            constraints += [alpha <= params["C"], s <= gain]
+            objective = s - conj
     problem = cp.Problem(cp.Maximize(objective), constraints)
     return Formulation(
         "dual", problem, variables, params, pairs,

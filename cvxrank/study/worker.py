@@ -32,6 +32,7 @@ import numpy as np
 from cvxrank.costs import pair_weights
 from cvxrank.exceptions import InaccurateSolutionWarning
 from cvxrank.metrics import ndcg_score
+from cvxrank.formulations.base import FORMULATION_EXTENSIONS, states
 from cvxrank.pairs import make_pairs
 from cvxrank.path import PathSolver
 from cvxrank.problem import RankingProblem
@@ -118,8 +119,8 @@ def unsupported(solver: str, formulation: str, variant) -> str:
     """Why ``solver`` on ``formulation`` cannot state ``variant`` ("" when it can)."""
     if not get_spec(solver).accepts(variant):
         return f"{solver} does not solve the variant {variant.describe()}"
-    if not variant.is_default and formulation == "dual":
-        return f"the dual formulation states the papers' problem only, not the variant {variant.describe()}"
+    if formulation in FORMULATION_EXTENSIONS and not states(formulation, variant):
+        return f"the {formulation} formulation does not state the variant {variant.describe()}"
     return ""
 
 
