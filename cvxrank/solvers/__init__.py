@@ -22,7 +22,7 @@ name               kind        method
                                grade pair)
 ``truncated_``     native      pair-free truncated Newton (CG) for the squared
 ``newton``                     hinge variant, certified by its dual
-                               (:mod:`cvxrank.native.newton`)
+                               (:mod:`cvxrank.native.truncated_newton`)
 =================  ==========  ==================================================
 
 Any other QP-capable solver CVXPY has installed (``piqp``, ``proxqp``,
@@ -35,7 +35,7 @@ from cvxrank.certificate import Certificate, certify, reduced_dual
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.formulations import Formulation, build
 from cvxrank.native.cutting_plane import solve_cutting_plane
-from cvxrank.native.newton import solve_truncated_newton
+from cvxrank.native.truncated_newton import solve_truncated_newton
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import SolveResult
 from cvxrank.solvers.cvxpy_backend import installed_cvxpy_solvers, solve_cvxpy

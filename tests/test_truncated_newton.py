@@ -10,7 +10,7 @@ import pytest
 import cvxrank as cr
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native import cost_table
-from cvxrank.native.newton import truncated_newton
+from cvxrank.native.truncated_newton import truncated_newton
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.variants import Variant
 from tests.conftest import assert_agree, brute_force_pairs
@@ -103,4 +103,4 @@ def test_variants_it_cannot_take_are_refused_naming_the_solvers_that_can():
         with pytest.raises(cr.exceptions.SolverNotAvailableError, match="solvers that can: clarabel"):
             cr.solve(cr.RankingProblem(data, lam=0.1, variant=variant), "truncated_newton")
     with pytest.raises(ValidationError, match="truncated_newton solves the squared hinge"):
-        cr.native.newton.solve_truncated_newton(cr.RankingProblem(data, lam=0.1))
+        cr.native.truncated_newton.solve_truncated_newton(cr.RankingProblem(data, lam=0.1))
