@@ -158,7 +158,7 @@ def blas_threads(threads: int | None = 1):
 def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_000, time_limit: float | None = None,
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
                   stall_after: int = 200, keep_points: bool = False, threads: int | None = 1,
-                  verbose: bool = False) -> CuttingPlaneRun:
+                  verbose: bool = False, method: str = "stabilised", **method_options) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -221,6 +221,11 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
             InaccurateSolutionWarning, stacklevel=2)
     target = max(tol, floor)
     with blas_threads(threads):
+        if method == "ocas":
+            from cvxrank.native.ocas import run_ocas
+
+            return run_ocas(oracle, lam, w, tol, target, floor, max_iter, time_limit, prune_after, stall_after,
+                            keep_points, verbose, **method_options)
         return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
                     stall_after, keep_points, verbose)
 
