@@ -158,7 +158,8 @@ def blas_threads(threads: int | None = 1):
 def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_000, time_limit: float | None = None,
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
                   stall_after: int = 200, keep_points: bool = False, threads: int | None = 1,
-                  verbose: bool = False, method: str = "stabilised", **method_options) -> CuttingPlaneRun:
+                  verbose: bool = False, newton_gap: float | None = 1e-2, method: str = "stabilised",
+                  **method_options) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -226,13 +227,15 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
 
             return run_ocas(oracle, lam, w, tol, target, floor, max_iter, time_limit, prune_after, stall_after,
                             keep_points, verbose, **method_options)
+        newton = newton_gap if hasattr(oracle, "_bounds") else None
         return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
-                    stall_after, keep_points, verbose)
+                    stall_after, keep_points, verbose, newton)
 
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
-         keep_points, verbose) -> CuttingPlaneRun:
+         keep_points, verbose, newton_gap=None) -> CuttingPlaneRun:
     start = time.perf_counter()
+    calls, newton_done, w_lower = 1, newton_gap is None, None
     n = w.shape[0]
     bundle = Bundle(n, lam, keep_points=keep_points)
     best_F, best_w = np.inf, w
@@ -254,20 +257,41 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         D, u = bundle.dual()
         if D > lower:
             T = bundle.size
-            lower, lower_beta, lower_u = D, bundle.beta[:T].copy(), u
+            lower, lower_beta, lower_u, w_lower = D, bundle.beta[:T].copy(), u, None
             lower_points = bundle.points[:T].copy() if keep_points else None
         gap = best_F - lower
         rel = gap / best_F
         elapsed = time.perf_counter() - start
         history.append({"iteration": it, "objective": best_F, "dual_objective": lower, "relative_gap": rel,
-                        "planes": bundle.size - 1, "rho": rho, "oracle_calls": it, "time": elapsed})
+                        "planes": bundle.size - 1, "rho": rho, "oracle_calls": calls, "time": elapsed})
+        if not newton_done and rel <= newton_gap and rel > target:
+            from cvxrank.native.newton import smoothed_newton
+
+            newton_done = True
+            w_n, F_n, lower_n, w_l, evals, rows = smoothed_newton(
+                oracle, lam, best_w, upper=best_F, lower=lower, tol=tol, target=target, max_calls=max_iter - calls,
+                deadline=time_limit, verbose=verbose, start=start)
+            for j, row in enumerate(rows):
+                calls_row = calls + j + 1
+                history.append({"iteration": it, "objective": row["objective"], "dual_objective": row["dual_objective"],
+                                "relative_gap": row["relative_gap"], "planes": bundle.size - 1, "rho": rho,
+                                "oracle_calls": calls_row, "time": row["time"], "delta": row["delta"],
+                                "band": row["band"]})
+            calls += evals
+            if F_n < best_F:
+                best_F, best_w = F_n, w_n
+            if lower_n > lower:
+                lower, w_lower = lower_n, w_l
+            gap = best_F - lower
+            rel = gap / best_F
+            elapsed = time.perf_counter() - start
         if verbose:
             print(f"cutting_plane  it {it:5d}  objective {best_F:.12g}  lower {lower:.12g}  rel gap {rel:.2e}  "
                   f"planes {bundle.size - 1:4d}  rho {rho:.3f}  {elapsed:.2f}s", flush=True)
         if rel <= target:
             status = "optimal" if rel <= tol else "float_limit"
             break
-        if it >= max_iter or (time_limit is not None and elapsed >= time_limit):
+        if calls >= max_iter or (time_limit is not None and elapsed >= time_limit):
             status = "user_limit"
             break
         if gap < stall_gap * (1.0 - 1e-3):
@@ -281,11 +305,12 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         w_model = -u / (2.0 * lam)
         w = best_w + rho * (w_model - best_w)
         r = oracle(w, counts=False)
+        calls += 1
         F = lam * float(w @ w) + r.loss
     return CuttingPlaneRun(
         w=np.array(best_w, dtype=np.float64), objective=float(best_F), lower_bound=float(lower), status=status,
-        iterations=it, oracle_calls=it, solve_time=time.perf_counter() - start, floor=floor,
-        w_model=-lower_u / (2.0 * lam), beta=lower_beta, points=lower_points, history=pd.DataFrame(history),
+        iterations=it, oracle_calls=calls, solve_time=time.perf_counter() - start, floor=floor,
+        w_model=-lower_u / (2.0 * lam) if w_lower is None else w_lower, beta=lower_beta, points=lower_points, history=pd.DataFrame(history),
     )
 
 
