@@ -75,7 +75,7 @@ def _evaluate(oracle, lam, w, delta):
 
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
-                    budget: int = 20_000, shrink: float = 4.0, stall_after: int = 20, verbose: bool = False,
+                    budget: int = 20_000, shrink: float = 10.0, stall_after: int = 20, verbose: bool = False,
                     start=None):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``≤ target``.
 
@@ -95,7 +95,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         First width (default ``min(1/2, sqrt(relative gap))``).
     budget : int, default 20000
         Most pairs enumerated in the band.
-    shrink : float, default 4
+    shrink : float, default 10
         ``δ ← δ / shrink`` once the smoothed problem is solved to a tenth of
         the true gap (its own duality gap ``F_δ(w) - L(α) + (δ/2) Σ α_i²/c_i``).
     stall_after : int, default 20
@@ -132,7 +132,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             F_best, w_best = F, w
         rel = (F_best - lower) / F_best if F_best > 0 else 0.0
         elapsed = time.perf_counter() - start
-        rows.append({"objective": F_best, "dual_objective": lower, "relative_gap": rel, "delta": delta,
+        rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel, "delta": delta,
                      "band": k, "smoothed_gap": sg, "time": elapsed})
         if verbose:
             print(f"newton  eval {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap {rel:.2e}  "
