@@ -75,7 +75,8 @@ def _evaluate(oracle, lam, w, delta):
 
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
-                    budget: int = 20_000, shrink: float = 10.0, stall_after: int = 20, verbose: bool = False,
+                    budget: int = 20_000, shrink: float = 10.0, stall_after: int = 20, max_backtrack: int = 5,
+                    verbose: bool = False,
                     start=None):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``≤ target``.
 
@@ -99,7 +100,11 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         ``δ ← δ / shrink`` once the smoothed problem is solved to a tenth of
         the true gap (its own duality gap ``F_δ(w) - L(α) + (δ/2) Σ α_i²/c_i``).
     stall_after : int, default 20
-        Stop when the gap has not shrunk by 0.1 % in this many evaluations.
+        Stop when the gap has not shrunk by 0.1 % in this many Newton steps.
+    max_backtrack : int, default 5
+        Halvings of the step before the phase gives up (the Armijo test on
+        ``F_δ`` failed: pairs outside the band changed side); the caller's
+        cutting planes then go on.
 
     Returns
     -------
@@ -151,8 +156,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             F, Fd, g, H, L, k, sg = _evaluate(oracle, lam, w, delta)
             calls += 1
             continue
-        t = 1.0
-        while True:
+        t, accepted = 1.0, False
+        for _ in range(max_backtrack + 1):
             x = w + t * p
             Fx, Fdx, gx, Hx, Lx, kx, sgx = _evaluate(oracle, lam, x, delta)
             calls += 1
@@ -160,8 +165,14 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 lower, w_lower = Lx[0], Lx[1] / (2.0 * lam)
             if Fx < F_best:
                 F_best, w_best = Fx, x
-            if Fdx <= Fd - 1e-4 * t * decrement or t < 1e-6 or calls >= max_calls:
+            if Fdx <= Fd - 1e-4 * t * decrement:
+                accepted = True
+                break
+            if calls >= max_calls:
                 break
             t /= 2.0
+        if not accepted:
+            # kinks just outside the band: Newton's model is wrong here; the planes take over again
+            break
         w, F, Fd, g, H, L, k, sg = x, Fx, Fdx, gx, Hx, Lx, kx, sgx
     return w_best, F_best, lower, w_lower, calls, rows
