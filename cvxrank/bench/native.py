@@ -93,6 +93,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--floor-methods", default=",".join(FLOOR_METHODS), metavar="M1,M2",
                         help=f"floor: pair-free methods to run (any of {','.join(FLOOR_METHODS)})")
     parser.add_argument("--floor-tol", type=float, default=1e-6, help="floor: relative gap requested (default 1e-6)")
+    parser.add_argument("--floor-reference-tol", type=float, metavar="TOL",
+                        help="floor: relative gap for planes_only (default --floor-tol; 1e-4 keeps the web run short)")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -491,11 +493,13 @@ def _floor(args, tau, mu):
     for lam in lams:
         for method in methods:
             solver = _floor_solver(method)
+            tol = args.floor_tol if method == "cutting_plane" or args.floor_reference_tol is None \
+                else args.floor_reference_tol
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 with Measure(args.memory) as meas:
                     oracle = PairFreeOracle.from_data(data, costs)
-                    run = solver(oracle, lam, tol=args.floor_tol)
+                    run = solver(oracle, lam, tol=tol)
                 del oracle
             gaps = _at_gaps(run.history, fp)
             row = {"instance": "floor", "data": args.floor_data, "method": method, "lam": lam,
@@ -512,9 +516,12 @@ def _floor(args, tau, mu):
             gc.collect()
     print("  floor p.: solve time / one floor pass of this process; peak mem: RSS increase during oracle set-up and "
           "solve (X excluded)")
+    peak = _max_rss()
+    if peak:
+        print(f"  process peak RSS (data generation and X included): {_fmt_bytes(peak)} = {peak / x_bytes:.2f} x X")
     meta = {"instance": "floor", "data": args.floor_data, "n_documents": data.n_documents,
             "n_features": data.n_features, "n_pairs": costs.total_pairs, "x_bytes": x_bytes,
-            "floor_pass_seconds": fp, "process_peak_rss_bytes": _max_rss()}
+            "floor_pass_seconds": fp, "process_peak_rss_bytes": peak}
     return rows, meta
 
 
