@@ -10,7 +10,7 @@ from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import build_primal
 from cvxrank.native import PairFreeOracle, cost_table, cutting_plane, solve_pairfree
-from cvxrank.native.active_set import margin_band
+from cvxrank.native.band import margin_band
 from cvxrank.native.newton import _evaluate
 from cvxrank.objectives import hinge_objective
 from cvxrank.pairs import make_pairs

@@ -17,7 +17,7 @@ and ``B = {i : 1 - δ ≤ m_i < 1}`` (the band). Pair-free evaluation:
 * ``V = {m_i < 1 - δ}`` (``α_i = c_i``) is summed by the oracle at the scores
   ``s / (1 - δ)``: ``W_V = Σ_V c_i``, ``Σ_V c_i d_i = -Xᵀ v_V`` and
   ``Σ_V c_i (1 - m_i) = W_V + v_Vᵀ s``;
-* the band ``B`` is enumerated (:func:`~cvxrank.native.active_set.margin_band`):
+* the band ``B`` is enumerated (:func:`~cvxrank.native.band.margin_band`):
   it holds about ``δ`` times the pair density at the margin, a few hundred to a
   few thousand pairs for the widths used, never all pairs (``δ`` is halved
   until it holds at most ``budget`` pairs).
@@ -41,7 +41,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from cvxrank.native.active_set import band_size, margin_band
+from cvxrank.native.band import band_size, margin_band
 
 __all__ = ["smoothed_newton"]
 
@@ -97,8 +97,12 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     budget : int, default 20000
         Most pairs enumerated in the band.
     shrink : float, default 10
-        ``δ ← δ / shrink`` once the smoothed problem is solved to a tenth of
-        the true gap (its own duality gap ``F_δ(w) - L(α) + (δ/2) Σ α_i²/c_i``).
+        Largest reduction of ``δ`` at a time. ``δ`` shrinks once the smoothed
+        problem is solved to a tenth of the true gap (its own duality gap
+        ``F_δ(w) - L(α) + (δ/2) Σ α_i²/c_i``), by the factor that would bring
+        the gap (which falls like ``δ²``) to 0.3 x the target, within
+        ``[1/shrink, 1/2]``: shrinking further than needed empties the band
+        and Newton's model with it.
     stall_after : int, default 20
         Stop when the gap has not shrunk by 0.1 % in this many Newton steps.
     max_backtrack : int, default 5
@@ -152,7 +156,9 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         p = -np.linalg.solve(H, g)
         decrement = -float(g @ p)
         if sg <= 0.1 * (F_best - lower) and delta > 1e-12:
-            delta = budget_delta(w, delta / shrink)
+            # the gap at the smoothed optimum falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2]
+            factor = np.sqrt(0.3 * target * F_best / max(F_best - lower, 1e-300))
+            delta = budget_delta(w, delta * min(0.5, max(1.0 / shrink, factor)))
             F, Fd, g, H, L, k, sg = _evaluate(oracle, lam, w, delta)
             calls += 1
             continue
