@@ -45,10 +45,16 @@ EPILOG = """examples:
   cvxrank bench native --instances web --web-queries 2000 # a smaller web-like instance
   cvxrank bench native --instances scaling --scaling-queries 500,1000,2000,4000
   cvxrank bench native --instances squared               # squared hinge: truncated Newton vs Clarabel, LinearSVC
+  cvxrank bench native --instances floor                 # solves in floor passes, lambda 0.5..500 (issue 15)
+  cvxrank bench native --instances floor --floor-data web --floor-lams 0.5   # the web-sized instance (~2 GB)
 """
 
-INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared")
+INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "floor")
 REFERENCES = ("linearsvc", "clarabel")
+#: Pair-free methods the floor instance compares (issue 15): the default, and its cutting planes alone
+#: (newton_gap=None, the method before issue 15).
+FLOOR_METHODS = ("cutting_plane", "planes_only")
+FLOOR_GAPS = (1e-2, 1e-4, 1e-6)
 #: Targets of issue 5 (ratios to the reference, measured in one run).
 TARGETS = {"ohsumed": {"gap": 1e-6, "time_vs_linearsvc": 0.1, "time_vs_clarabel": 0.05,
                        "memory_vs_linearsvc": 0.2, "seconds": 1.0},
@@ -85,6 +91,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     parser.add_argument("--memory", choices=("rss", "tracemalloc"), default="rss",
                         help="peak memory by sampled RSS (default; counts native allocations) or tracemalloc")
+    parser.add_argument("--floor-data", choices=("ohsumed", "web"), default="ohsumed",
+                        help="floor: generated data (default ohsumed: 600k pairs, 45 features)")
+    parser.add_argument("--floor-lams", default="0.5,5,50,500", metavar="L1,L2,...",
+                        help="floor: values of lambda (default 0.5,5,50,500, i.e. C = 1 .. 0.001 per pair)")
+    parser.add_argument("--floor-methods", default=",".join(FLOOR_METHODS), metavar="M1,M2",
+                        help=f"floor: pair-free methods to run (any of {','.join(FLOOR_METHODS)})")
+    parser.add_argument("--floor-tol", type=float, default=1e-6, help="floor: relative gap requested (default 1e-6)")
+    parser.add_argument("--floor-reference-tol", type=float, metavar="TOL",
+                        help="floor: relative gap for planes_only (default --floor-tol; 1e-4 keeps the web run short)")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -491,6 +506,114 @@ def _squared(args, tau, mu, lam):
     return rows, {"instance": "squared", "C": args.C, "lam": lam, "tol": args.tol, "sizes": metas}
 
 
+# -- floor (issue 15): solves counted in floor passes ----------------------------------
+def _floor_pass(X, repeat: int = 5) -> float:
+    """Median seconds of one floor pass: ``s = X w``, ``Xᵀ v`` and ``argsort`` of the ``m`` scores (1 BLAS thread).
+
+    Any exact method on the pair-free oracle does at least this per oracle call.
+    """
+    from cvxrank.native.cutting_plane import blas_threads
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(X.shape[1])
+    v = rng.standard_normal(X.shape[0])
+    times = []
+    with blas_threads(1):
+        for _ in range(repeat + 1):
+            t0 = time.perf_counter()
+            s = np.asarray(X @ w).ravel()
+            np.argsort(s)
+            np.asarray(X.T @ v).ravel()
+            times.append(time.perf_counter() - t0)
+    return float(np.median(times[1:]))
+
+
+def _floor_solver(method):
+    import functools
+
+    from cvxrank.native import cutting_plane
+
+    return cutting_plane if method == "cutting_plane" else functools.partial(cutting_plane, newton_gap=None)
+
+
+def _at_gaps(history, floor_pass):
+    """Time, oracle calls and floor passes at which the run's certified gap first reached each of FLOOR_GAPS."""
+    out = {}
+    rel = history["relative_gap"].to_numpy()
+    for g in FLOOR_GAPS:
+        hit = np.flatnonzero(rel <= g)
+        key = f"{g:.0e}"
+        if hit.size:
+            row = history.iloc[int(hit[0])]
+            out[key] = {"seconds": float(row["time"]), "oracle_calls": int(row["oracle_calls"]),
+                        "floor_passes": float(row["time"]) / floor_pass}
+        else:
+            out[key] = None
+    return out
+
+
+def _floor(args, tau, mu):
+    """Every pair-free method at every lambda, in floor passes of this process (issue 15)."""
+    from cvxrank.costs import check_lam
+    from cvxrank.datasets import make_ohsumed_like, make_web_like
+    from cvxrank.native import PairFreeOracle, cost_table
+
+    if args.floor_data == "web":
+        data = make_web_like(n_queries=args.web_queries, random_state=args.seed)
+    else:
+        data = make_ohsumed_like(n_queries=args.ohsumed_queries, random_state=args.seed)
+    lams = [check_lam(float(x)) for x in split(args.floor_lams) or []]
+    methods = split(args.floor_methods) or []
+    unknown = [m for m in methods if m not in FLOOR_METHODS]
+    if unknown or not methods or not lams:
+        raise ValueError(f"--floor-methods takes {', '.join(FLOOR_METHODS)} (got {methods}); --floor-lams a list")
+    costs = cost_table(data, tau, mu)
+    x_bytes = data.X.data.nbytes if hasattr(data.X, "data") and not isinstance(data.X, np.ndarray) else data.X.nbytes
+    fp = _floor_pass(data.X)
+    print(f"\n== floor: {args.floor_data}-like, {data.n_documents:,} documents, {data.n_features} features, "
+          f"{costs.total_pairs:,} pairs, mu {mu or 'none'}; X takes {_fmt_bytes(x_bytes)}; one floor pass "
+          f"(X w, X^T v, argsort of m) = {fp * 1e3:.2f} ms", flush=True)
+    head = "".join(f" {'to ' + f'{g:.0e}':>22s}" for g in FLOOR_GAPS)
+    print(f"  {'method':14s} {'lambda':>7s} {'time':>8s} {'calls':>6s} {'floor p.':>9s} {'peak mem':>10s} {'x X':>5s}"
+          f"{head}  status")
+    print(f"  {'':14s} {'':7s} {'':8s} {'':6s} {'':9s} {'':10s} {'':5s}"
+          + "".join(f" {'s / calls / floor p.':>22s}" for _ in FLOOR_GAPS))
+    rows = []
+    for lam in lams:
+        for method in methods:
+            solver = _floor_solver(method)
+            tol = args.floor_tol if method == "cutting_plane" or args.floor_reference_tol is None \
+                else args.floor_reference_tol
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with Measure(args.memory) as meas:
+                    oracle = PairFreeOracle.from_data(data, costs)
+                    run = solver(oracle, lam, tol=tol)
+                del oracle
+            gaps = _at_gaps(run.history, fp)
+            row = {"instance": "floor", "data": args.floor_data, "method": method, "lam": lam,
+                   "C": 1.0 / (2.0 * lam), "seconds": run.solve_time, "oracle_calls": run.oracle_calls,
+                   "floor_passes": run.solve_time / fp, "floor_pass_seconds": fp, "peak_bytes": int(meas.peak_bytes),
+                   "memory_vs_X": meas.peak_bytes / x_bytes, "relative_gap": run.relative_gap, "status": run.status,
+                   "objective": run.objective, "lower_bound": run.lower_bound, "at_gap": gaps}
+            rows.append(row)
+            cells = "".join(f" {'-':>22s}" if gaps[k] is None else
+                            f" {gaps[k]['seconds']:7.2f} {gaps[k]['oracle_calls']:5d} {gaps[k]['floor_passes']:8.1f}"
+                            for k in gaps)
+            print(f"  {method:14s} {lam:7g} {run.solve_time:7.2f}s {run.oracle_calls:6d} {row['floor_passes']:9.1f} "
+                  f"{_fmt_bytes(meas.peak_bytes):>10s} {row['memory_vs_X']:5.2f}{cells}  {run.status}", flush=True)
+            gc.collect()
+    print("  floor p.: solve time / one floor pass of this process; peak mem: RSS increase during oracle set-up and "
+          "solve (X excluded)")
+    peak = _max_rss()
+    if peak:
+        print(f"  process peak RSS (data generation and X included): {_fmt_bytes(peak)} = {peak / x_bytes:.2f} x X")
+    meta = {"instance": "floor", "data": args.floor_data, "n_documents": data.n_documents,
+            "n_features": data.n_features, "n_pairs": costs.total_pairs, "x_bytes": x_bytes,
+            "floor_pass_seconds": fp, "process_peak_rss_bytes": peak}
+    return rows, meta
+
+
 def run(args) -> int:
     from cvxrank.costs import check_lam
     from cvxrank.datasets import make_ohsumed_like, make_web_like
@@ -518,6 +641,8 @@ def run(args) -> int:
             rows, meta = _certificate_share(args, tau, mu, lam)
         elif name == "squared":
             rows, meta = _squared(args, tau, mu, lam)
+        elif name == "floor":
+            rows, meta = _floor(args, tau, mu)
         elif name == "ohsumed":
             data = make_ohsumed_like(n_queries=args.ohsumed_queries, random_state=args.seed)
             refs = [r for r in REFERENCES if r not in skip]

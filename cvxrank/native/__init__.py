@@ -4,8 +4,8 @@ The weighted hinge loss (9) of Cao et al. (SIGIR 2006) with weights
 ``τ_k μ_q`` (one value per grade pair and per query) is evaluated, with a
 subgradient and violation counts, in ``O(m log m + m n)`` time for ``m``
 documents and ``n`` features, by sorting scores inside each query; a
-stabilised 1-slack cutting-plane method solves the problem on top of it, with
-a certified duality gap.
+stabilised 1-slack cutting-plane method, then Newton steps on the smoothed
+hinge, solve the problem on top of it, with a certified duality gap.
 
 =========================  ====================================================
 module                     content
@@ -13,6 +13,8 @@ module                     content
 :mod:`.costs`              :class:`CostTable`: ``c[q, a, b] = τ_(a,b) μ_q``
 :mod:`.oracle`             :class:`PairFreeOracle`: loss, ``Xᵀv``, counts
 :mod:`.bundle`             :class:`Bundle`: the inner QP over the simplex
+:mod:`.band`               the pairs near the margin, enumerated pair by pair
+:mod:`.newton`             the smoothed Newton phase (Huber hinge, exact dual bound)
 :mod:`.cutting_plane`      :func:`cutting_plane`, :func:`solve_pairfree`,
                            :func:`solve_cutting_plane` (``solve(f, "cutting_plane")``)
 :mod:`.dask`               :class:`DaskOracle`: the oracle over query shards

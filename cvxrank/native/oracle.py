@@ -138,6 +138,9 @@ class PairFreeOracle:
     (9.0, 3.0, [6.0], {(1, 0): 1, (2, 0): 1, (2, 1): 1})
     """
 
+    #: The smoothed Newton phase of :mod:`cvxrank.native.newton` may follow the planes (margins all 1).
+    newton_phase = True
+
     def __init__(self, X, query_codes, grade_codes, values, *, grades=None, query_ids=None):
         X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
@@ -224,15 +227,20 @@ class PairFreeOracle:
         """``Xᵀ v``: the subgradient of the loss from a score gradient ``v``."""
         return np.asarray(self.X.T @ np.asarray(v, dtype=np.float64), dtype=np.float64).ravel()
 
-    def evaluate_scores(self, s, *, counts: bool = True) -> OracleResult:
-        """Loss, ``v`` and counts for a score vector ``s`` (``gradient`` is None)."""
+    def evaluate_scores(self, s, *, counts: bool = True, order=None) -> OracleResult:
+        """Loss, ``v`` and counts for a score vector ``s`` (``gradient`` is None).
+
+        ``order``: positions sorted by query, then by ``s`` (as :meth:`_order`
+        gives), when the caller has it already (e.g. for ``s`` and a positive
+        multiple of ``s``); not checked.
+        """
         s = np.asarray(s, dtype=np.float64).ravel()
         m, G = self.n_documents, self._G
         if s.shape != (m,):
             raise ValidationError(f"s must have {m} entries, got {s.shape[0]}")
         if not np.all(np.isfinite(s)):
             raise ValidationError("the scores have a NaN or infinite value")
-        order = self._order(s)
+        order = self._order(s) if order is None else order
         s_o = s[order]
         g_o = self._gc[order]
         p_lo, p_hi = self._bounds(s_o)

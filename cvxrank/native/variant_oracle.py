@@ -127,6 +127,9 @@ class VariantOracle(PairFreeOracle):
     (38.0, 15.0, 3)
     """
 
+    #: The Newton phase's band and Huber smoothing assume margins of 1: the planes solve margins alone.
+    newton_phase = False
+
     def __init__(self, X, query_codes, grade_codes, values, *, margins=None, grades=None, query_ids=None):
         super().__init__(X, query_codes, grade_codes, values, grades=grades, query_ids=query_ids)
         G = self._G
@@ -148,9 +151,10 @@ class VariantOracle(PairFreeOracle):
                    grades=grades, query_ids=data.query_ids)
 
     # -- hinge with margins ----------------------------------------------------
-    def evaluate_scores(self, s, *, counts: bool = True) -> OracleResult:
+    def evaluate_scores(self, s, *, counts: bool = True, order=None) -> OracleResult:
         """Loss ``R_1``, ``v`` and counts for a score vector ``s``; ``violated_weight`` is ``Σ c_i m_i`` over
-        the violated pairs (the offset of the cutting plane)."""
+        the violated pairs (the offset of the cutting plane). ``order`` is accepted for the parent's signature;
+        the per-grade layout sorts by itself."""
         lay = self._layout(s)
         m, G = lay.m, self._G
         v_o = np.zeros(m)

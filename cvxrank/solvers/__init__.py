@@ -16,7 +16,7 @@ name               kind        method
 ``subgradient``    native      projected subgradient steps only, certified stop
                                (default ``tol`` 1e-4)
 ``gd``             native      fixed-step gradient descent of Fig. 3/SIGIR, as published
-``cutting_plane``  native      pair-free stabilised 1-slack cutting planes
+``cutting_plane``  native      pair-free cutting planes, then smoothed Newton
                                (:mod:`cvxrank.native`), certified by its own
                                bound; weights must be one value per (query,
                                grade pair)
@@ -45,10 +45,10 @@ from cvxrank.solvers.registry import SOLVERS, SolverSpec, get_spec
 from cvxrank.solvers.subgradient import solve_subgradient
 
 __all__ = [
-    "Certificate",
     "FALLBACK_CHAIN",
     "NATIVE_SOLVERS",
     "SOLVERS",
+    "Certificate",
     "SolveResult",
     "SolverSpec",
     "available_solvers",

@@ -164,7 +164,7 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
                default_tol=1e-4, quick_max_iter=200_000, losses=("hinge",), extensions=frozenset()),
     SolverSpec("gd", _N, "fixed-step gradient descent of Fig. 3/SIGIR, as published", "cvxrank",
                max_iter_option="max_iter", warm_start=False, losses=("hinge",), extensions=frozenset()),
-    SolverSpec("cutting_plane", _N, "pair-free stabilised 1-slack cutting planes, certified by its own bound",
+    SolverSpec("cutting_plane", _N, "pair-free cutting planes, then smoothed Newton; certified by its own bound",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=True,
                fallback=4, pairfree=True, start_option="warm_start_w", losses=("hinge",),
                extensions=frozenset({"margin"})),

@@ -1,0 +1,121 @@
+"""The smoothed Newton phase of the pair-free solver against Clarabel, and its band of near-margin pairs."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from cvxrank.costs import pair_weights, theorem1_C
+from cvxrank.data import RankingData
+from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import ValidationError
+from cvxrank.formulations import build_primal
+from cvxrank.native import PairFreeOracle, cost_table, cutting_plane, solve_pairfree
+from cvxrank.native.band import margin_band
+from cvxrank.native.newton import _evaluate
+from cvxrank.objectives import hinge_objective
+from cvxrank.pairs import make_pairs
+from cvxrank.solvers import solve
+from tests.conftest import assert_agree
+
+
+class TiedInstance:
+    """Random queries with τ and μ; ``ties``: features on a coarse grid, so scores tie and pairs sit on the margin."""
+
+    def __init__(self, seed, *, lam, ties=False, density=1.0, n_features=5, mu="balanced"):
+        data = make_ranking(n_queries=7, docs_per_query=(6, 14), n_features=n_features, n_grades=3 + seed % 2,
+                            density=density, random_state=seed)
+        if ties:
+            X = data.X.copy()
+            if sp.issparse(X):  # round the stored values
+                X.data = np.round(2 * X.data) / 2
+            else:
+                X = np.round(2 * X) / 2
+            data = RankingData(X, y=data.y, qid=data.qid)
+        self.data = data
+        self.pairs = make_pairs(data)
+        rng = np.random.default_rng(seed + 100)
+        self.tau = {t: float(rng.uniform(0.5, 3.0)) for t in self.pairs.types}
+        self.mu = mu
+        self.lam = lam
+        self.weights = pair_weights(self.pairs, tau=self.tau, mu=mu)
+        self.C = theorem1_C(self.weights, lam)
+
+
+def clarabel_result(inst):
+    res = solve(build_primal(inst.pairs, inst.C), "clarabel", tol=1e-9)
+    assert res.status == "optimal"
+    return res
+
+
+CASES = [(0, 0.01, False, 1.0), (1, 0.1, True, 1.0), (2, 1.0, False, 0.4), (3, 0.05, True, 0.5),
+         (4, 0.3, True, 1.0), (5, 0.02, False, 0.4)]
+
+
+@pytest.mark.parametrize("seed,lam,ties,density", CASES)
+def test_newton_phase_matches_clarabel(seed, lam, ties, density):
+    inst = TiedInstance(seed, lam=lam, ties=ties, density=density)
+    ref = clarabel_result(inst)
+    F_ref = 2 * inst.lam * ref.qp_objective  # the QP (14) on the hinge scale of (9)
+    res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
+    assert res.status == "optimal" and 0 <= res.relative_gap <= 1e-8
+    assert inst.data.is_sparse == (density < 1)
+    h = res.history
+    assert "delta" in h and h["delta"].notna().any()  # the Newton phase ran
+    assert_agree(res, ref)
+    assert res.objective == pytest.approx(hinge_objective(inst.pairs, res.w, inst.weights, inst.lam), rel=1e-12)
+    # the certified lower bound never exceeds the optimum; every recorded bound is one
+    assert np.all(h["dual_objective"] <= F_ref * (1 + 1e-10))
+    assert res.objective >= F_ref * (1 - 1e-10)
+    assert np.all(np.diff(h["objective"]) <= 0) and np.all(np.diff(h["dual_objective"]) >= 0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dual_bound_of_any_point_is_below_the_optimum(seed):
+    """L(α(w)) with α_i = c_i clip((1 - m_i)/δ, 0, 1) is a lower bound at any w and δ (weak duality)."""
+    inst = TiedInstance(seed, lam=0.05, ties=seed == 1)
+    F_ref = 2 * inst.lam * clarabel_result(inst).qp_objective
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    rng = np.random.default_rng(seed)
+    for delta in (0.5, 0.1, 1e-3):
+        for scale in (0.1, 1.0, 10.0):
+            w = rng.standard_normal(oracle.n_features) * scale
+            F, F_delta, grad, H, (lower, u), k, smooth_gap = _evaluate(oracle, inst.lam, w, delta)
+            assert lower <= F_ref * (1 + 1e-12)
+            assert F == pytest.approx(hinge_objective(inst.pairs, w, inst.weights, inst.lam), rel=1e-12)
+            assert F_delta <= F + 1e-12 * F  # the Huber loss lies below the hinge
+            assert smooth_gap >= -1e-9 * max(1.0, abs(F))
+
+
+def test_band_is_the_pairs_near_the_margin():
+    """margin_band against the explicit pairs: the same pairs, with their weights."""
+    inst = TiedInstance(6, lam=0.1)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    w = np.random.default_rng(0).standard_normal(oracle.n_features)
+    w *= 2.0 / np.std(inst.pairs.margins(w))
+    m = inst.pairs.margins(w)
+    s = oracle.scores(w)
+    order = oracle._order(s)
+    for eps in (0.05, 0.3):
+        for lower_only in (False, True):
+            hi = 1.0 if lower_only else 1.0 + eps
+            # keep the test away from rounding at the edges of the band
+            assert np.min(np.abs(m - (1 - eps))) > 1e-9 and np.min(np.abs(m - hi)) > 1e-9
+            ib, iw, c = margin_band(oracle, s[order], order, eps, lower_only=lower_only)
+            expect = (m >= 1 - eps) & (m < hi) & (inst.weights > 0)
+            assert c.shape[0] == int(expect.sum()) > 0
+            got = np.sort(s[ib] - s[iw])
+            np.testing.assert_allclose(got, np.sort(m[expect]), rtol=0, atol=1e-12)
+            np.testing.assert_allclose(np.sort(c), np.sort(inst.weights[expect]), rtol=1e-12)
+
+
+def test_newton_gap_none_is_planes_only_and_checked():
+    inst = TiedInstance(7, lam=0.1)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    planes = cutting_plane(oracle, inst.lam, tol=1e-8, newton_gap=None)
+    both = cutting_plane(oracle, inst.lam, tol=1e-8)
+    assert planes.status == both.status == "optimal"
+    assert "delta" not in planes.history and both.history["delta"].notna().any()
+    assert abs(planes.objective - both.objective) <= max(planes.gap, both.gap)
+    for bad in (0, 1.5, True, "0.1"):
+        with pytest.raises(ValidationError, match="newton_gap"):
+            cutting_plane(oracle, inst.lam, newton_gap=bad)
