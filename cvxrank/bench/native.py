@@ -566,7 +566,7 @@ def _floor(args, tau, mu):
     methods = split(args.floor_methods) or []
     unknown = [m for m in methods if m not in FLOOR_METHODS]
     if unknown or not methods or not lams:
-        raise ValueError(f"--floor-methods takes {', '.join(FLOOR_METHODS)} (got {methods}); --floor-lams a list")
+        raise ValidationError(f"--floor-methods takes {', '.join(FLOOR_METHODS)} (got {methods}); --floor-lams a list")
     costs = cost_table(data, tau, mu)
     x_bytes = data.X.data.nbytes if hasattr(data.X, "data") and not isinstance(data.X, np.ndarray) else data.X.nbytes
     fp = _floor_pass(data.X)
