@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from cvxrank.cli import main
 
 
@@ -66,3 +68,26 @@ def test_bench_native_squared_hinge_runs_three_methods_on_one_objective(tmp_path
     assert all(r["relative_gap"] <= 1e-6 for r in rows[:2]) and rows[0]["status"] == "optimal"
     assert abs(rows[0]["objective"] - rows[1]["objective"]) <= 2e-6 * rows[1]["objective"]
     assert main(["bench", "native", "--instances", "squared", "--squared-queries", "0"]) == 2
+
+
+def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
+    out = tmp_path / "floor.json"
+    args = ["bench", "native", "--instances", "floor", "--ohsumed-queries", "3", "--floor-lams", "5",
+            "--floor-methods", "cutting_plane,planes_only", "--json", str(out)]
+    assert main(args) == 0
+    assert "one floor pass" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    rows, meta = data["rows"], data["meta"][0]
+    assert [r["method"] for r in rows] == ["cutting_plane", "planes_only"]
+    fp = meta["floor_pass_seconds"]
+    assert fp > 0
+    for r in rows:
+        # the default and the planes alone both certify 1e-6, on the same problem
+        assert r["status"] == "optimal" and r["relative_gap"] <= 1e-6
+        assert r["floor_passes"] == pytest.approx(r["seconds"] / fp)
+        reached = [r["at_gap"][k] for k in sorted(r["at_gap"], key=float, reverse=True)]
+        assert all(g is not None for g in reached)
+        assert [g["oracle_calls"] for g in reached] == sorted(g["oracle_calls"] for g in reached)
+    lo = max(r["lower_bound"] for r in rows)
+    assert all(r["objective"] >= lo for r in rows)
+    assert main(args[:-2] + ["--floor-methods", "ocas"]) == 2

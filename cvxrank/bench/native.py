@@ -3,11 +3,14 @@
 Instances (generated, seeded): "ohsumed" is make_ohsumed_like() (about 16,000 documents,
 106 queries, 3 grades, 45 features, 600,000 pairs); "web" is make_web_like() (about
 1,000,000 documents, 10,000 queries, 5 grades, 136 features, 33 million pairs); "scaling"
-times one oracle call on web-like data of growing size and fits the exponent of time vs m.
+times one oracle call on web-like data of growing size and fits the exponent of time vs m;
+"floor" counts every pair-free solve (lambda 0.5..500) in floor passes of this process (one X w,
+one X^T v, one argsort of the m scores) at gaps 1e-2, 1e-4, 1e-6, with and without the Newton
+phase; "squared" solves the squared hinge; "certificate" times the certificate's share.
 
 On each solved instance the problem is the weighted hinge problem (9) of Cao et al. (SIGIR
 2006) with lambda = 1/(2C) and the chosen tau/mu, solved in this one process by:
-  cvxrank     solve_pairfree (pair-free stabilised cutting planes, certified gap);
+  cvxrank     solve_pairfree (pair-free cutting planes, then smoothed Newton; certified gap);
   LinearSVC   scikit-learn, loss="hinge", fit_intercept=False, dual=True, C = 1/(2 lambda), on the
               pair differences built with numpy (cvxrank.make_pairs + difference_matrix, half the
               rows negated so that both classes occur), pair weights as sample_weight; the time
@@ -36,8 +39,8 @@ from cvxrank._args import positive_ints, split
 from cvxrank._io import write_json
 from cvxrank.exceptions import ValidationError
 
-HELP = ("pair-free cutting planes (hinge) and truncated Newton (squared hinge) vs LinearSVC and Clarabel on "
-        "OHSUMED- and web-sized data; oracle scaling")
+HELP = ("pair-free cutting planes + Newton (hinge) and truncated Newton (squared hinge) vs LinearSVC and "
+        "Clarabel on OHSUMED- and web-sized data; floor passes; oracle scaling")
 EPILOG = """examples:
   cvxrank bench native                                   # ohsumed (all three methods) + oracle scaling
   cvxrank bench native --instances ohsumed,web,scaling --json native.json   # the full run (minutes, ~2 GB)
