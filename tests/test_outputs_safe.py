@@ -91,6 +91,16 @@ def test_compare_and_cv_refuse_to_overwrite_their_letor_input(work):
     assert (work / "cvout" / "results.csv").read_bytes() == before
 
 
+def test_verify_refuses_its_data_as_json_output_before_solving(work):
+    before = (work / "d.letor").read_bytes()
+    os.symlink("d.letor", work / "link.letor")
+    for spelling in ("d.letor", "./d.letor", "link.letor"):
+        r = cli("verify", "--data", "d.letor", "--json", spelling, cwd=work)
+        _refused(r, spelling)
+        assert "Theorem 1" not in r.stdout  # refused before the first solve, not after
+        assert (work / "d.letor").read_bytes() == before
+
+
 def test_output_through_a_symlink_replaces_the_target_and_keeps_the_link(work):
     _fit(work)
     os.symlink("scores.txt", work / "s.link")

@@ -91,7 +91,10 @@ def run(args) -> int:
     from cvxrank.costs import Costs
     from cvxrank.theorem import verify_theorem1
 
+    from cvxrank._io import check_outputs
+
     costs = Costs.from_text(args.tau, args.mu)  # checked before any data is read or solved
+    check_outputs([args.json], [args.data])  # before the solves, never onto the data
     data, desc = data_from_args(args)
     print(f"Theorem 1 (Cao et al., SIGIR 2006) checked numerically; {desc}; lambda = {args.lam:g}; "
           f"C_i = tau*mu/(2 lambda); time limit {args.time_limit:g} s per solver", flush=True)
