@@ -129,9 +129,13 @@ def test_output_into_a_fifo_is_written_through(work):
 # --- 6. interrupts ---------------------------------------------------------------------------
 
 SLOW_WRITER = """
-import sys, time
+import signal, sys, time
 from cvxrank import _io
 import cvxrank.cli as cli
+
+# Ctrl-C as at a terminal: a job started in the background (nohup, '&', some CI runners) inherits
+# SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def slow(args):
     with _io.atomic_output(args[0]) as fh:
