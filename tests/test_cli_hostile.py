@@ -293,3 +293,14 @@ def test_cli_on_generated_files(content, good, tmp_path_factory):
     else:
         assert os.listdir(out) == ["model.json"]
         assert load_model(out / "model.json").n_features_in_ == expected[3]
+
+
+# --- issue 13, items 8 and 11 (more in tests/test_outputs_safe.py, through a subprocess) -------------------
+
+@pytest.mark.parametrize("methods", ["ranksvm,ranksvm", "rsvm-ir,rsvm-ir-qp", "listmle,ListMLE"])
+def test_cv_refuses_a_method_named_twice(methods, tmp_path):
+    """The same method twice (or by its alias) would be fitted twice for one row: refused before the data is read."""
+    code, out, err = run_cli(["cv", "--methods", methods, "--baseline", "none", "--no-progress",
+                              "--data", str(tmp_path / "not-read.letor")])
+    assert_clean_failure(code, err, "cv", tmp_path)
+    assert "--methods" in err and "more than once" in err and out == ""
