@@ -7,7 +7,6 @@ version and the solver's certified duality gap; `cvxrank predict` reads it."""
 
 from __future__ import annotations
 
-
 from cvxrank.cli._common import parse_mu, parse_tau
 from cvxrank.exceptions import ValidationError
 
