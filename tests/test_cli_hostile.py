@@ -304,3 +304,64 @@ def test_cv_refuses_a_method_named_twice(methods, tmp_path):
                               "--data", str(tmp_path / "not-read.letor")])
     assert_clean_failure(code, err, "cv", tmp_path)
     assert "--methods" in err and "more than once" in err and out == ""
+
+
+def _write_fifo_later(fifo, content: bytes, *, delay: float, pause: float = 0.0):
+    """A thread that opens ``fifo`` for writing after ``delay`` s, waits ``pause`` s, then writes ``content``."""
+    import threading
+    import time
+
+    def writer():
+        time.sleep(delay)
+        with open(fifo, "wb") as fh:
+            time.sleep(pause)
+            fh.write(content)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_fifo_nothing_writes_to_is_refused_without_hanging(good, tmp_path, monkeypatch):
+    import time
+
+    import cvxrank.data
+
+    monkeypatch.setattr(cvxrank.data, "FIFO_WAIT", 0.3)
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    out.mkdir()
+    start = time.monotonic()
+    code, _, err = run_cli(["fit", str(fifo), "--model", str(out / "m.json")])
+    assert time.monotonic() - start < 10
+    assert_clean_failure(code, err, "fit", out)
+    assert "FIFO that nothing opened for writing within 0.3 s" in err
+
+
+@pytest.mark.parametrize("delay, pause", [(0.1, 0.0), (0.0, 0.6)])
+def test_a_fifo_is_read_when_its_writer_comes_late_or_is_slow(delay, pause, good, tmp_path, monkeypatch):
+    """A writer that opens within FIFO_WAIT is read; one that has opened is waited for, however slow (like cat)."""
+    import cvxrank.data
+
+    monkeypatch.setattr(cvxrank.data, "FIFO_WAIT", 0.3)
+    good_letor, model = good
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    with open(good_letor, "rb") as fh:
+        content = fh.read()
+    thread = _write_fifo_later(fifo, content, delay=delay, pause=pause)
+    code, out, err = run_cli(["predict", model, str(fifo)])
+    thread.join(5)
+    assert code == 0, err
+    assert out == run_cli(["predict", model, good_letor])[1]
+
+
+def test_a_loop_of_links_is_named_as_unreadable_not_missing(tmp_path):
+    os.symlink("b.letor", tmp_path / "a.letor")
+    os.symlink("a.letor", tmp_path / "b.letor")
+    out = tmp_path / "out"
+    out.mkdir()
+    code, _, err = run_cli(["fit", str(tmp_path / "a.letor"), "--model", str(out / "m.json")])
+    assert_clean_failure(code, err, "fit", out)
+    assert "cannot be read" in err and "no such file" not in err
