@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from cvxrank._io import read_pipe
 from cvxrank._memory import check_letor_files, check_memory
 from cvxrank.exceptions import ValidationError
 
@@ -296,49 +297,6 @@ _MAX_QID = 2**63 - 1
 _CODECS = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "lzma"}
 
 
-#: Seconds a named FIFO that no process has opened for writing is waited for before it is refused.
-FIFO_WAIT = 10.0
-
-
-def _read_pipe(path: str) -> bytes:
-    """All the bytes of a FIFO or a pipe (``<(cat f)``), without hanging on a FIFO nothing writes to.
-
-    Opened without blocking, so the open does not wait for a writer. While a writer is connected the
-    read waits for its data like ``cat`` (however slow it is); a named FIFO that no writer has opened
-    within :data:`FIFO_WAIT` seconds is refused. An anonymous pipe always had its writer, so its end
-    of data is the end of the file."""
-    import select
-    import time
-
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        try:
-            writer_seen = os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")  # anonymous (Linux)
-        except OSError:
-            writer_seen = False
-        deadline = time.monotonic() + FIFO_WAIT
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 20)
-            except BlockingIOError:  # a writer is connected and has nothing yet: wait for it
-                writer_seen = True
-                select.select([fd], [], [])
-                continue
-            if chunk:
-                chunks.append(chunk)
-                writer_seen = True
-            elif writer_seen:  # the end of the data
-                return b"".join(chunks)
-            elif time.monotonic() < deadline:  # no writer has opened the FIFO yet
-                time.sleep(0.02)
-            else:
-                raise ValidationError(f"{path}: a FIFO that nothing opened for writing within {FIFO_WAIT:g} s; "
-                                      "start its writer first, or give a regular file")
-    finally:
-        os.close(fd)
-
-
 class _Source:
     """A LETOR file as bytes to read (maybe several times): a regular file, a compressed file
     (gzip, bzip2, xz; decompressed as it is read, so every check sees the text), or a FIFO /
@@ -360,7 +318,7 @@ class _Source:
                 head = fh.read(6)
             self.codec = next((c for m, c in _CODECS.items() if head.startswith(m)), None)
         elif stat.S_ISFIFO(mode):  # a pipe: read it now, once
-            raw = _read_pipe(path)
+            raw = read_pipe(path)
             codec = next((c for m, c in _CODECS.items() if raw.startswith(m)), None)
             self.data = importlib.import_module(codec).decompress(raw) if codec else raw
             self.codec = None

@@ -325,26 +325,30 @@ def _write_fifo_later(fifo, content: bytes, *, delay: float, pause: float = 0.0)
 def test_a_fifo_nothing_writes_to_is_refused_without_hanging(good, tmp_path, monkeypatch):
     import time
 
-    import cvxrank.data
+    import cvxrank._io
 
-    monkeypatch.setattr(cvxrank.data, "FIFO_WAIT", 0.3)
+    monkeypatch.setattr(cvxrank._io, "FIFO_WAIT", 0.3)
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
+    good_letor, _ = good
     out = tmp_path / "out"
     out.mkdir()
-    start = time.monotonic()
-    code, _, err = run_cli(["fit", str(fifo), "--model", str(out / "m.json")])
-    assert time.monotonic() - start < 10
-    assert_clean_failure(code, err, "fit", out)
-    assert "FIFO that nothing opened for writing within 0.3 s" in err
+    for argv in (["fit", str(fifo), "--model", str(out / "m.json")],  # the data file
+                 ["predict", str(fifo), good_letor, "--output", str(out / "s.txt")],  # the model file
+                 ["evaluate", good_letor, "--scores", str(fifo), "--json", str(out / "m.json")]):  # the scores
+        start = time.monotonic()
+        code, _, err = run_cli(argv)
+        assert time.monotonic() - start < 10
+        assert_clean_failure(code, err, argv[0], out)
+        assert f"{fifo}: a FIFO that nothing opened for writing within 0.3 s" in err and "not a cvxrank" not in err
 
 
 @pytest.mark.parametrize("delay, pause", [(0.1, 0.0), (0.0, 0.6)])
 def test_a_fifo_is_read_when_its_writer_comes_late_or_is_slow(delay, pause, good, tmp_path, monkeypatch):
     """A writer that opens within FIFO_WAIT is read; one that has opened is waited for, however slow (like cat)."""
-    import cvxrank.data
+    import cvxrank._io
 
-    monkeypatch.setattr(cvxrank.data, "FIFO_WAIT", 0.3)
+    monkeypatch.setattr(cvxrank._io, "FIFO_WAIT", 0.3)
     good_letor, model = good
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
