@@ -369,3 +369,24 @@ def test_a_loop_of_links_is_named_as_unreadable_not_missing(tmp_path):
     code, _, err = run_cli(["fit", str(tmp_path / "a.letor"), "--model", str(out / "m.json")])
     assert_clean_failure(code, err, "fit", out)
     assert "cannot be read" in err and "no such file" not in err
+
+
+def test_a_warning_is_one_line_without_a_source_line(good, monkeypatch):
+    """What Python would print as ``file:line: Category: message`` plus the source line is one line."""
+    import cvxrank.cli.predict
+
+    def warns(args):
+        warnings.warn("overflow encountered in dot", RuntimeWarning, stacklevel=1)
+        warnings.warn(InaccurateSolutionWarning("certified relative gap inf > tol 1e-06\n(solver status 'x')"),
+                      stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(cvxrank.cli.predict, "run", warns)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert main(["predict", good[1], good[0]]) == 0
+    assert err.getvalue().splitlines() == [
+        "cvxrank predict: warning: RuntimeWarning: overflow encountered in dot",
+        "cvxrank predict: warning: certified relative gap inf > tol 1e-06 (solver status 'x')"]
+    assert warnings.showwarning.__module__ == "warnings"  # restored after the command
