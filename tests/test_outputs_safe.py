@@ -70,7 +70,7 @@ def test_predict_refuses_its_data_and_its_model_as_output(work):
 def test_evaluate_refuses_inputs_and_writes_all_outputs_or_none(work):
     _fit(work)
     _refused(cli("evaluate", "d.letor", "--model", "m.json", "--json", "m.json", cwd=work), "m.json")
-    r = cli("evaluate", "d.letor", "--model", "m.json", "--json", "a.json", "--per-query", "missing/pq.csv",
+    r = cli("evaluate", "d.letor", "--model", "m.json", "--json", "a.json", "--per-query", "missing/dir/pq.csv",
             cwd=work)
     assert r.returncode == 2 and "missing" in r.stderr
     assert not (work / "a.json").exists()  # the first output is not written when the second cannot be
