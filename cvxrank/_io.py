@@ -1,4 +1,4 @@
-"""Writing output files safely: the one place cvxrank writes a file.
+"""Writing output files safely: the one place cvxrank writes a file; and reading FIFOs without hanging.
 
 A regular file is written to a temporary file in the same folder and renamed
 onto its path (:func:`os.replace`), so a reader never sees it half-written and
@@ -20,13 +20,71 @@ import tempfile
 from cvxrank.exceptions import ValidationError
 
 __all__ = ["OWNER_FILE", "LOCK_FILE", "atomic_output", "check_outputs", "claim_folder", "folder_lock", "folder_owner",
-           "frame_to_json", "plain_json", "write_atomic", "write_json"]
+           "frame_to_json", "plain_json", "read_input", "read_pipe", "write_atomic", "write_json", "FIFO_WAIT"]
 
 
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+#: Seconds a named FIFO that no process has opened for writing is waited for before it is refused.
+FIFO_WAIT = 10.0
+
+
+def read_pipe(path: str) -> bytes:
+    """All the bytes of a FIFO or a pipe (``<(cat f)``), without hanging on a FIFO nothing writes to.
+
+    Opened without blocking, so the open does not wait for a writer. While a writer is connected the
+    read waits for its data like ``cat`` (however slow it is); a named FIFO that no writer has opened
+    within :data:`FIFO_WAIT` seconds is refused. An anonymous pipe always had its writer, so its end
+    of data is the end of the file."""
+    import select
+    import time
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        try:
+            writer_seen = os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")  # anonymous (Linux)
+        except OSError:
+            writer_seen = False
+        deadline = time.monotonic() + FIFO_WAIT
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:  # a writer is connected and has nothing yet: wait for it
+                writer_seen = True
+                select.select([fd], [], [])
+                continue
+            if chunk:
+                chunks.append(chunk)
+                writer_seen = True
+            elif writer_seen:  # the end of the data
+                return b"".join(chunks)
+            elif time.monotonic() < deadline:  # no writer has opened the FIFO yet
+                time.sleep(0.02)
+            else:
+                raise ValidationError(f"{path}: a FIFO that nothing opened for writing within {FIFO_WAIT:g} s; "
+                                      "start its writer first, or give a regular file")
+    finally:
+        os.close(fd)
+
+
+def read_input(path) -> bytes:
+    """The bytes of an input file (a model, a score file): a FIFO or a pipe through :func:`read_pipe`
+    (never hanging on a FIFO nothing writes to), anything else through :func:`open`, whose
+    ``OSError`` (missing file, a folder, ...) the caller turns into its message."""
+    path = os.fspath(path)
+    try:
+        fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        fifo = False  # open() below raises the error the caller names
+    if fifo:
+        return read_pipe(path)
+    with open(path, "rb") as fh:
+        return fh.read()
 
 
 @contextlib.contextmanager

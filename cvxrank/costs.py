@@ -23,8 +23,8 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
-__all__ = ["Costs", "pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C", "check_lam",
-           "estimate_tau"]
+__all__ = ["Costs", "pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C", "check_lam", "check_C",
+           "MAX_C", "estimate_tau"]
 
 
 def _plain(value):
@@ -50,14 +50,41 @@ def _positive(value, what: str) -> float:
     return _number(value, what)
 
 
-def check_lam(lam) -> float:
-    """Validate the regularisation weight ``λ`` (positive and finite) and return it as float."""
-    if isinstance(lam, bool) or not isinstance(lam, (Real, np.floating, np.integer)):
-        raise ValidationError(f"lam must be a positive number, got {lam!r}")
-    v = _positive(lam, "lam")
-    if 1.0 / (2.0 * v) == np.inf:
-        raise ValidationError(f"lam={lam!r} is too small: C = 1/(2 lam) overflows")
+#: The range of the trade-off: ``C = 1/(2λ)`` and ``λ`` both lie in ``[1/(2 MAX_C), MAX_C]``. The
+#: objectives and their certificates square terms of size ``C`` (``‖∇f‖²``, ``‖Σ α_i d_i‖²`` with
+#: ``α ≤ C``) or ``λ`` (``λ ‖w‖²``); at ``C = 1e300`` they overflow float64 (1.8e308) even on a handful
+#: of documents and the solvers return ``inf``/``nan`` gaps with a model that cannot be certified.
+#: ``1e100`` leaves ``1e108`` of room for ``‖D‖²`` and the pair count, and a ``C`` that large already
+#: weighs ``‖w‖²`` far below float64's resolution.
+MAX_C = 1e100
+
+
+def _check_cost(value, name: str, *, is_C: bool) -> float:
+    """``value`` of ``lam`` (``is_C=False``) or ``C``: a positive finite number whose ``C`` and ``λ`` both
+    lie in ``[1/(2 MAX_C), MAX_C]``; ``name`` is how the message names it (``lam``, ``C``, ``--C``)."""
+    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
+        raise ValidationError(f"{name} must be a positive number, got {value!r}")
+    v = _positive(value, name)
+    low = 1.0 / (2.0 * MAX_C)
+    if not low <= v <= MAX_C:
+        other = "lam" if is_C else "C"
+        raise ValidationError(
+            f"{name}={value!r} is too {'small' if v < low else 'large'}: {name} must lie in [{low:g}, {MAX_C:g}] "
+            f"({other} = 1/(2 {name.lstrip('-')}) in the same range); beyond it the objective's squared terms "
+            f"(C² ‖D‖², lam ‖w‖²) overflow float64")
     return v
+
+
+def check_lam(lam, name: str = "lam") -> float:
+    """Validate the regularisation weight ``λ`` (positive; ``λ`` and ``C = 1/(2λ)`` in
+    ``[1/(2 MAX_C), MAX_C]``, see :data:`MAX_C`) and return it as float."""
+    return _check_cost(lam, name, is_C=False)
+
+
+def check_C(C, name: str = "C") -> float:
+    """Validate the trade-off ``C`` (positive; ``C`` and ``λ = 1/(2C)`` in ``[1/(2 MAX_C), MAX_C]``,
+    see :data:`MAX_C`) and return it as float."""
+    return _check_cost(C, name, is_C=True)
 
 
 def _parse_grade(text: str):

@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from cvxrank._io import read_pipe
 from cvxrank._memory import check_letor_files, check_memory
 from cvxrank.exceptions import ValidationError
 
@@ -307,19 +308,22 @@ class _Source:
             raise ValidationError(f"{path}: is a directory, not a LETOR file")
         try:
             mode = os.stat(path).st_mode
-        except OSError:
+        except FileNotFoundError:
             raise ValidationError(f"{path}: no such file") from None
+        except OSError as exc:  # permission denied on a folder of the path, a loop of links, ...
+            raise ValidationError(f"{path}: cannot be read ({exc.strerror or exc})") from None
         self.data = None
         if stat.S_ISREG(mode):
             with open(path, "rb") as fh:
                 head = fh.read(6)
             self.codec = next((c for m, c in _CODECS.items() if head.startswith(m)), None)
-        else:  # a pipe: read it now, once
-            with open(path, "rb") as fh:
-                raw = fh.read()
+        elif stat.S_ISFIFO(mode):  # a pipe: read it now, once
+            raw = read_pipe(path)
             codec = next((c for m, c in _CODECS.items() if raw.startswith(m)), None)
             self.data = importlib.import_module(codec).decompress(raw) if codec else raw
             self.codec = None
+        else:
+            raise ValidationError(f"{path}: not a regular file or a pipe (a device or a socket), not a LETOR file")
         self.plain = self.data is None and self.codec is None
 
     def open(self):

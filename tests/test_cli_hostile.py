@@ -293,3 +293,100 @@ def test_cli_on_generated_files(content, good, tmp_path_factory):
     else:
         assert os.listdir(out) == ["model.json"]
         assert load_model(out / "model.json").n_features_in_ == expected[3]
+
+
+# --- issue 13, items 8 and 11 (more in tests/test_outputs_safe.py, through a subprocess) -------------------
+
+@pytest.mark.parametrize("methods", ["ranksvm,ranksvm", "rsvm-ir,rsvm-ir-qp", "listmle,ListMLE"])
+def test_cv_refuses_a_method_named_twice(methods, tmp_path):
+    """The same method twice (or by its alias) would be fitted twice for one row: refused before the data is read."""
+    code, out, err = run_cli(["cv", "--methods", methods, "--baseline", "none", "--no-progress",
+                              "--data", str(tmp_path / "not-read.letor")])
+    assert_clean_failure(code, err, "cv", tmp_path)
+    assert "--methods" in err and "more than once" in err and out == ""
+
+
+def _write_fifo_later(fifo, content: bytes, *, delay: float, pause: float = 0.0):
+    """A thread that opens ``fifo`` for writing after ``delay`` s, waits ``pause`` s, then writes ``content``."""
+    import threading
+    import time
+
+    def writer():
+        time.sleep(delay)
+        with open(fifo, "wb") as fh:
+            time.sleep(pause)
+            fh.write(content)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_fifo_nothing_writes_to_is_refused_without_hanging(good, tmp_path, monkeypatch):
+    import time
+
+    import cvxrank._io
+
+    monkeypatch.setattr(cvxrank._io, "FIFO_WAIT", 0.3)
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    good_letor, _ = good
+    out = tmp_path / "out"
+    out.mkdir()
+    for argv in (["fit", str(fifo), "--model", str(out / "m.json")],  # the data file
+                 ["predict", str(fifo), good_letor, "--output", str(out / "s.txt")],  # the model file
+                 ["evaluate", good_letor, "--scores", str(fifo), "--json", str(out / "m.json")]):  # the scores
+        start = time.monotonic()
+        code, _, err = run_cli(argv)
+        assert time.monotonic() - start < 10
+        assert_clean_failure(code, err, argv[0], out)
+        assert f"{fifo}: a FIFO that nothing opened for writing within 0.3 s" in err and "not a cvxrank" not in err
+
+
+@pytest.mark.parametrize("delay, pause", [(0.1, 0.0), (0.0, 0.6)])
+def test_a_fifo_is_read_when_its_writer_comes_late_or_is_slow(delay, pause, good, tmp_path, monkeypatch):
+    """A writer that opens within FIFO_WAIT is read; one that has opened is waited for, however slow (like cat)."""
+    import cvxrank._io
+
+    monkeypatch.setattr(cvxrank._io, "FIFO_WAIT", 0.3)
+    good_letor, model = good
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    with open(good_letor, "rb") as fh:
+        content = fh.read()
+    thread = _write_fifo_later(fifo, content, delay=delay, pause=pause)
+    code, out, err = run_cli(["predict", model, str(fifo)])
+    thread.join(5)
+    assert code == 0, err
+    assert out == run_cli(["predict", model, good_letor])[1]
+
+
+def test_a_loop_of_links_is_named_as_unreadable_not_missing(tmp_path):
+    os.symlink("b.letor", tmp_path / "a.letor")
+    os.symlink("a.letor", tmp_path / "b.letor")
+    out = tmp_path / "out"
+    out.mkdir()
+    code, _, err = run_cli(["fit", str(tmp_path / "a.letor"), "--model", str(out / "m.json")])
+    assert_clean_failure(code, err, "fit", out)
+    assert "cannot be read" in err and "no such file" not in err
+
+
+def test_a_warning_is_one_line_without_a_source_line(good, monkeypatch):
+    """What Python would print as ``file:line: Category: message`` plus the source line is one line."""
+    import cvxrank.cli.predict
+
+    def warns(args):
+        warnings.warn("overflow encountered in dot", RuntimeWarning, stacklevel=1)
+        warnings.warn(InaccurateSolutionWarning("certified relative gap inf > tol 1e-06\n(solver status 'x')"),
+                      stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(cvxrank.cli.predict, "run", warns)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert main(["predict", good[1], good[0]]) == 0
+    assert err.getvalue().splitlines() == [
+        "cvxrank predict: warning: RuntimeWarning: overflow encountered in dot",
+        "cvxrank predict: warning: certified relative gap inf > tol 1e-06 (solver status 'x')"]
+    assert warnings.showwarning.__module__ == "warnings"  # restored after the command

@@ -136,7 +136,7 @@ def test_other_solvers_and_formulations(data):
     ({"solver_options": [1]}, "solver_options must be a dict"),
     ({"score_k": 0}, "score_k must be"),
     ({"lam": -1}, "lam must be positive"),
-    ({"C": 0}, "C must be a positive number"),
+    ({"C": 0}, "C must be positive"),
     ({"solver": "nope"}, "unknown solver"),
 ])
 def test_bad_parameters(data, params, message):

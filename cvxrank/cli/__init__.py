@@ -10,7 +10,7 @@ module whose name does not start with ``_`` is a command. Each defines
 
 Every failure the user can cause (:data:`USER_ERRORS`) ends in one line on stderr and exit code 2;
 any other exception is a bug in cvxrank and ends in one line saying so, exit code 1
-(``CVXRANK_TRACEBACK=1`` shows the traceback); SIGTERM ends a command like Ctrl-C (exit 130);
+(``CVXRANK_TRACEBACK=1`` shows the traceback); a warning is one line ``cvxrank COMMAND: warning: ...``; SIGTERM ends a command like Ctrl-C (exit 130);
 outputs are written to a temporary file and renamed into place
 (:func:`cvxrank.cli._common.write_atomic`), so nothing is left half-written.
 """
@@ -24,6 +24,7 @@ import pkgutil
 import signal
 import sys
 import threading
+import warnings
 
 from cvxrank import __version__
 from cvxrank.exceptions import CvxrankError
@@ -82,6 +83,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     previous = _terminate_as_interrupt()
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning(args.command)
     try:
         return args.func(args)
     except USER_ERRORS as exc:
@@ -99,8 +102,21 @@ def main(argv=None) -> int:
               "set CVXRANK_TRACEBACK=1 for the traceback", file=sys.stderr)
         return 1
     finally:
+        warnings.showwarning = shown
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _one_line_warning(command: str):
+    """``warnings.showwarning`` for a command: ``cvxrank COMMAND: warning: ...`` on one line, without
+    Python's file name and source line (cvxrank's own warnings as they are, others with their category)."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        if not category.__module__.startswith("cvxrank"):
+            text = f"{category.__name__}: {text}"
+        print(f"cvxrank {command}: warning: {text}", file=sys.stderr if file is None else file)
+
+    return show
 
 
 def _terminate(signum, frame):

@@ -86,7 +86,7 @@ def splits_from_args(args):
 
 def run(args) -> int:
     from cvxrank._io import check_outputs, claim_folder, folder_lock
-    from cvxrank.experiments.cv import DEFAULT_METHODS, cross_validate
+    from cvxrank.experiments.cv import DEFAULT_METHODS, cross_validate, method_labels
     from cvxrank.reporting import markdown_table
 
     check_outputs([], [args.data, args.train, args.test, args.folds], folders=[args.out])
@@ -98,6 +98,7 @@ def run(args) -> int:
     except ValueError:
         raise CvxrankError(f"--k must be comma-separated integers, got {args.k!r}") from None
     methods = split(args.methods) or list(DEFAULT_METHODS)
+    method_labels(methods, "--methods")  # before reading the data
     grids = {}
     if args.lams:
         grids["pairwise"] = {"lam": _floats(args.lams, "--lams")}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cvxrank._io import read_input
 from cvxrank.cli._common import split, write_atomic, write_json
 from cvxrank.exceptions import CvxrankError
 
@@ -43,8 +44,8 @@ def add_arguments(parser) -> None:
 def read_scores(path: str, n: int) -> np.ndarray:
     """Scores from a file, one a line; the count must be ``n`` and every value finite."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = [line.strip() for line in fh]
+        text = read_input(path).decode("utf-8")
+        lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     except FileNotFoundError:
         raise CvxrankError(f"score file {path} does not exist") from None
     except UnicodeDecodeError:

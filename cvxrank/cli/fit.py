@@ -7,8 +7,6 @@ version and the solver's certified duality gap; `cvxrank predict` reads it."""
 
 from __future__ import annotations
 
-import math
-
 from cvxrank.cli._common import parse_mu, parse_tau
 from cvxrank.exceptions import ValidationError
 
@@ -69,8 +67,12 @@ def ranker_params(args) -> dict:
     params = {k: v for k, v in params.items() if v is not None}
     if args.max_iter is not None and not 1 <= args.max_iter <= MAX_ITER_LIMIT:
         raise ValidationError(f"--max-iter must be a positive integer (at most {MAX_ITER_LIMIT}), got {args.max_iter}")
-    if args.C is not None and args.C > 0 and math.isfinite(args.C) and not 1 / (2 * args.C) > 0:
-        raise ValidationError(f"--C {args.C:g} is too large: lambda = 1/(2C) underflows to 0")
+    from cvxrank.costs import check_C, check_lam
+
+    if args.C is not None:  # named as typed, before the data is read
+        check_C(args.C, "--C")
+    if args.lam is not None:
+        check_lam(args.lam, "--lam")
     if args.mu is not None:
         params["mu"] = parse_mu(args.mu)  # None ("none") is a value here, not "unset"
     return params

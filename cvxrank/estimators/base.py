@@ -58,15 +58,12 @@ def as_ranking_data(X, y=None, qid=None, *, estimator=None) -> RankingData:
 
 def resolve_lam(lam, C) -> float:
     """``λ`` of the hinge form (9) from ``lam`` or the QP cost ``C`` (``λ = 1/(2C)``, (7)/ECML); default 1."""
-    from cvxrank.costs import check_lam
+    from cvxrank.costs import check_C, check_lam
 
     if lam is not None and C is not None:
         raise ValidationError("give lam or C, not both (they are the same knob: lam = 1/(2 C))")
     if C is not None:
-        if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)) or not np.isfinite(C) \
-                or C <= 0:
-            raise ValidationError(f"C must be a positive number, got {C!r}")
-        return 1.0 / (2.0 * float(C))
+        return 1.0 / (2.0 * check_C(C))
     return check_lam(1.0 if lam is None else lam)
 
 

@@ -27,9 +27,9 @@ def _resolve_C(C, lam) -> float:
     if C is not None and lam is not None:
         raise ValidationError("give C or lam, not both (lam = 1/(2 C))")
     if lam is not None:
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not np.isfinite(lam) or lam <= 0:
-            raise ValidationError(f"lam must be a positive number, got {lam!r}")
-        return 1.0 / (2.0 * float(lam))
+        from cvxrank.costs import check_lam
+
+        return 1.0 / (2.0 * check_lam(lam))
     return 1.0 if C is None else C
 
 

@@ -31,6 +31,7 @@ import os
 import numpy as np
 
 from cvxrank import __version__
+from cvxrank._io import read_input
 from cvxrank.costs import Costs
 from cvxrank.estimators.listwise import CsRgList, ListMLE
 from cvxrank.estimators.pairwise import CostSensitiveRankSVM, RankSVM, RankSVMIR
@@ -230,8 +231,9 @@ def load_model(path):
     """
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh, parse_constant=_reject_constant)
+        doc = json.loads(read_input(path).decode("utf-8"), parse_constant=_reject_constant)
+    except ValidationError:  # a FIFO nothing writes to (read_input names it)
+        raise
     except FileNotFoundError:
         raise ValidationError(f"model file {path} does not exist") from None
     except UnicodeDecodeError:

@@ -293,6 +293,18 @@ def _status(model) -> tuple[str, float]:
     return str(s.get("status", "")), float(s.get("relative_gap", np.nan))
 
 
+def method_labels(methods, what: str = "methods") -> list[str]:
+    """The tables' labels of ``methods``; a :class:`ValidationError` for an unknown name or a method named
+    twice (maybe by an alias: ``rsvm-ir`` is ``rsvm-ir-qp``), which would be fitted twice for one row."""
+    from cvxrank.estimators.methods import method_label
+
+    labels = [method_label(m) for m in methods]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise ValidationError(f"{what} {','.join(map(str, methods))} name {', '.join(twice)} more than once")
+    return labels
+
+
 def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, ks=DEFAULT_KS, relevant=1,
                    select_by: str = "ndcg@10", random_state=0, progress: bool | None = None,
                    baseline: str | None = None) -> CVResult:
@@ -332,7 +344,7 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     if not splits or not all(isinstance(s, Split) for s in splits):
         raise ValidationError("splits must be a non-empty list of Split (or a RankingData)")
     methods = list(methods)
-    labels = [method_label(m) for m in methods]  # validates the names before any fit
+    labels = method_labels(methods)  # validates the names before any fit
     params = params or {}
     for m in params:
         method_label(m)

@@ -115,13 +115,11 @@ def check_pcf(pcf) -> float | None:
 
 
 def check_C(C) -> float:
-    """Validate the trade-off ``C`` of (3): a finite number > 0."""
-    if isinstance(C, bool) or not isinstance(C, (Real, np.integer, np.floating)):
-        raise ValidationError(f"C must be a positive number, got {C!r}")
-    v = float(C)
-    if not np.isfinite(v) or v <= 0:
-        raise ValidationError(f"C must be positive and finite, got {C!r}")
-    return v
+    """Validate the trade-off ``C`` of (3): a finite number > 0, at most :data:`cvxrank.costs.MAX_C`
+    (beyond it ``‖∇f‖²`` overflows float64 and nothing can be certified)."""
+    from cvxrank.costs import check_C as check
+
+    return check(C)
 
 
 # -- order and weights -------------------------------------------------------
