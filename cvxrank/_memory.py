@@ -35,6 +35,8 @@ __all__ = [
     "check_difference_matrix",
     "check_letor_files",
     "check_memory",
+    "check_problem",
+    "problem_bytes",
     "difference_matrix_bytes",
     "fits_memory",
     "format_bytes",
@@ -244,3 +246,42 @@ def check_letor_files(paths, *, values=None, sizes=None) -> None:
     size = sum(os.path.getsize(p) for p in paths) if sizes is None else sum(sizes)
     check_memory(need, f"reading {', '.join(paths)} ({format_bytes(size)} of text)",
                  "split the file, read a subset of its queries, or raise the budget")
+
+
+#: Peak bytes of a native solver per feature: it keeps a few vectors of ``n_features`` (w, its
+#: gradient, cutting planes) plus scores per document and per pair.
+NATIVE_VECTORS = 16
+#: Peak bytes per pair of a CVXPY problem beyond ``D`` (the slack ``xi``, its constraints and their
+#: compiled copies): measured about 2,100 bytes a pair for the lifted and the primal QP with
+#: Clarabel (85,000 and 259,000 pairs, 20 features; tests/test_memory_estimates.py).
+CVXPY_PAIR_BYTES = 2048
+#: Peak bytes per pair of a native solver (pair indices and margins): measured 13 (cutting_plane).
+NATIVE_PAIR_BYTES = 12
+
+
+def problem_bytes(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str) -> int:
+    """Estimated peak bytes of solving a problem by ``route``, beyond ``D`` itself.
+
+    ``"lifted"``: CVXPY compiles ``s = X w`` (``nnz(X)`` entries, 12 bytes each) and vectors of
+    length ``n_features + n_documents``, about :data:`CVXPY_COPIES` times, plus
+    :data:`CVXPY_PAIR_BYTES` per pair. ``"cvxpy"`` (``primal``, ``dual``; ``D`` itself is checked
+    by :func:`check_difference_matrix`): the vectors and the per-pair bytes. ``"native"``:
+    :data:`NATIVE_VECTORS` vectors of ``n_features``, one of the documents, and
+    :data:`NATIVE_PAIR_BYTES` per pair.
+    """
+    vectors = 8 * (n_features + n_documents)
+    if route == "lifted":
+        return CVXPY_COPIES * (12 * nnz_x + vectors) + CVXPY_PAIR_BYTES * n_pairs
+    if route == "cvxpy":
+        return CVXPY_COPIES * vectors + CVXPY_PAIR_BYTES * n_pairs
+    return 8 * (NATIVE_VECTORS * n_features + n_documents) + NATIVE_PAIR_BYTES * n_pairs
+
+
+def check_problem(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str) -> None:
+    """Refuse a solve whose :func:`problem_bytes` exceed the budget (a typo'd feature index
+    ``100000000:0.2`` makes ``n_features`` 10^8), before the solver allocates anything."""
+    need = problem_bytes(n_documents, n_features, n_pairs, nnz_x, route)
+    check_memory(need, f"solving by the {route} route ({n_documents:,} documents, {n_features:,} features, "
+                 f"{n_pairs:,} pairs)",
+                 "check the file's largest feature index (one typo'd index makes every weight vector that long), "
+                 "use fewer pairs or queries, or raise the budget")
