@@ -36,13 +36,15 @@ __all__ = [
     "check_letor_files",
     "check_memory",
     "check_problem",
-    "problem_bytes",
     "difference_matrix_bytes",
     "fits_memory",
     "format_bytes",
+    "formulation_bytes",
     "get_memory_budget",
     "letor_read_bytes",
+    "newton_bytes",
     "parse_size",
+    "problem_bytes",
     "set_memory_budget",
 ]
 
@@ -204,15 +206,22 @@ def difference_matrix_bytes(pairs) -> int:
     return 8 * pairs.n_pairs * pairs.n_features
 
 
+def formulation_bytes(pairs) -> int:
+    """Estimated peak bytes of a CVXPY formulation holding ``D`` (``primal``, ``dual``, ``hinge``):
+    ``D`` compiled about :data:`CVXPY_COPIES` times, plus :func:`problem_bytes` of the ``"cvxpy"`` route."""
+    return CVXPY_COPIES * difference_matrix_bytes(pairs) + problem_bytes(
+        pairs.data.n_documents, pairs.n_features, pairs.n_pairs, 0, "cvxpy")
+
+
 def check_difference_matrix(pairs) -> None:
     """Refuse to materialise ``D`` for a CVXPY formulation when its compiled size exceeds the budget."""
     dense = not hasattr(pairs.data.X, "indptr")
     own = difference_matrix_bytes(pairs)
     check_memory(
-        CVXPY_COPIES * own,
+        formulation_bytes(pairs),
         f"materialising D = P X ({pairs.n_pairs:,} pairs x {pairs.n_features:,} features, "
         f"{'dense' if dense else 'sparse'}, {format_bytes(own)}) for a CVXPY formulation "
-        f"(compilation copies it about {CVXPY_COPIES} times)",
+        f"(compilation copies it about {CVXPY_COPIES} times, and adds about {CVXPY_PAIR_BYTES:,} bytes a pair)",
         "use the lifted formulation (formulation='lifted' keeps D = P X factored) or the pair-free "
         "solver solver='cutting_plane', or raise the budget",
     )
@@ -248,40 +257,77 @@ def check_letor_files(paths, *, values=None, sizes=None) -> None:
                  "split the file, read a subset of its queries, or raise the budget")
 
 
-#: Peak bytes of a native solver per feature: it keeps a few vectors of ``n_features`` (w, its
-#: gradient, cutting planes) plus scores per document and per pair.
-NATIVE_VECTORS = 16
+#: Peak bytes per feature of a CVXPY problem (the variable ``w``, its bounds, the objective's
+#: quadratic term and their compiled copies), measured at 2,000,000 features with 500 pairs: Clarabel
+#: 557 (primal, hinge, lifted) and 1,129 (dual), OSQP 472, SCS 1,096 (primal); 768 is within 2x of each.
+CVXPY_FEATURE_BYTES = 768
 #: Peak bytes per pair of a CVXPY problem beyond ``D`` (the slack ``xi``, its constraints and their
-#: compiled copies): measured about 2,100 bytes a pair for the lifted and the primal QP with
-#: Clarabel (85,000 and 259,000 pairs, 20 features; tests/test_memory_estimates.py).
+#: compiled copies): measured 2,020-2,240 bytes a pair with Clarabel for the primal, dual, hinge and
+#: lifted forms (100,000 pairs, 5 features; tests/test_memory_estimates.py).
 CVXPY_PAIR_BYTES = 2048
-#: Peak bytes per pair of a native solver (pair indices and margins): measured 13 (cutting_plane).
-NATIVE_PAIR_BYTES = 12
+#: Peak bytes per feature of a native solver: the cutting-plane bundle fills up to 64 planes of
+#: ``n_features``; measured at 2,000,000 features: cutting_plane 283, gd 303, subgradient 805.
+NATIVE_FEATURE_BYTES = 512
+#: Peak bytes per pair of a native solver that enumerates pairs (``subgradient``, ``gd``): measured
+#: 330-390 with 5 features (100,000 pairs); the pair-free solvers hold none.
+NATIVE_PAIR_BYTES = 384
+#: Peak bytes per document of every route (scores, orders, grades, their sorted copies).
+DOCUMENT_BYTES = 128
+ROUTES = ("cvxpy", "lifted", "native", "pairfree")
 
 
 def problem_bytes(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str) -> int:
-    """Estimated peak bytes of solving a problem by ``route``, beyond ``D`` itself.
+    """Estimated peak bytes of solving a problem by ``route``, beyond ``D = P X`` itself.
 
-    ``"lifted"``: CVXPY compiles ``s = X w`` (``nnz(X)`` entries, 12 bytes each) and vectors of
-    length ``n_features + n_documents``, about :data:`CVXPY_COPIES` times, plus
-    :data:`CVXPY_PAIR_BYTES` per pair. ``"cvxpy"`` (``primal``, ``dual``; ``D`` itself is checked
-    by :func:`check_difference_matrix`): the vectors and the per-pair bytes. ``"native"``:
-    :data:`NATIVE_VECTORS` vectors of ``n_features``, one of the documents, and
-    :data:`NATIVE_PAIR_BYTES` per pair.
+    Parameters
+    ----------
+    n_documents, n_features, n_pairs : int
+        The problem's size (pairs counted, not formed).
+    nnz_x : int
+        Stored entries of ``X``.
+    route : {"cvxpy", "lifted", "native", "pairfree"}
+        ``"cvxpy"``: the ``primal``, ``dual`` and ``hinge`` formulations (``D`` itself is checked
+        by :func:`check_difference_matrix`): :data:`CVXPY_FEATURE_BYTES` per feature and
+        :data:`CVXPY_PAIR_BYTES` per pair. ``"lifted"``: the same, plus ``s = X w`` (``nnz(X)``
+        entries of 12 bytes) compiled about :data:`CVXPY_COPIES` times. ``"native"``
+        (``subgradient``, ``gd``): :data:`NATIVE_FEATURE_BYTES` per feature and
+        :data:`NATIVE_PAIR_BYTES` per pair; ``"pairfree"`` (``cutting_plane``,
+        ``truncated_newton``): per feature only. Every route adds :data:`DOCUMENT_BYTES` per document.
+
+    Returns
+    -------
+    int
     """
-    vectors = 8 * (n_features + n_documents)
-    if route == "lifted":
-        return CVXPY_COPIES * (12 * nnz_x + vectors) + CVXPY_PAIR_BYTES * n_pairs
-    if route == "cvxpy":
-        return CVXPY_COPIES * vectors + CVXPY_PAIR_BYTES * n_pairs
-    return 8 * (NATIVE_VECTORS * n_features + n_documents) + NATIVE_PAIR_BYTES * n_pairs
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+    docs = DOCUMENT_BYTES * n_documents
+    if route in ("cvxpy", "lifted"):
+        lifted = CVXPY_COPIES * 12 * nnz_x if route == "lifted" else 0
+        return CVXPY_FEATURE_BYTES * n_features + CVXPY_PAIR_BYTES * n_pairs + lifted + docs
+    pairs = NATIVE_PAIR_BYTES * n_pairs if route == "native" else 0
+    return NATIVE_FEATURE_BYTES * n_features + pairs + docs
+
+
+_ROUTE_TEXT = {"cvxpy": "a CVXPY formulation", "lifted": "the lifted CVXPY formulation",
+               "native": "a native solver", "pairfree": "a pair-free native solver"}
 
 
 def check_problem(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str) -> None:
-    """Refuse a solve whose :func:`problem_bytes` exceed the budget (a typo'd feature index
-    ``100000000:0.2`` makes ``n_features`` 10^8), before the solver allocates anything."""
+    """Refuse a solve whose :func:`problem_bytes` exceed the budget, before the solver allocates anything.
+
+    A typo'd feature index ``100000000:0.2`` makes ``n_features`` 10^8 and every weight vector that long.
+    """
     need = problem_bytes(n_documents, n_features, n_pairs, nnz_x, route)
-    check_memory(need, f"solving by the {route} route ({n_documents:,} documents, {n_features:,} features, "
-                 f"{n_pairs:,} pairs)",
-                 "check the file's largest feature index (one typo'd index makes every weight vector that long), "
-                 "use fewer pairs or queries, or raise the budget")
+    check_memory(need, f"solving a problem of {n_features:,} features, {n_documents:,} documents and "
+                 f"{n_pairs:,} pairs with {_ROUTE_TEXT[route]}",
+                 "check the data's largest feature index (one typo'd index makes every weight vector that "
+                 "long), use fewer pairs or queries"
+                 + (", or the pair-free solver solver='cutting_plane'" if route in ("cvxpy", "lifted", "native")
+                    else "") + ", or raise the budget")
+
+
+def newton_bytes(n_features: int, band: int) -> int:
+    """Peak bytes of the cutting-plane solver's Newton phase: its dense Hessians (the current one, a
+    trial one, and :func:`numpy.linalg.solve`'s copy: ``3 x 8 n_features^2``) and the band's dense
+    differences (``2 x 8 band n_features``)."""
+    return 8 * (3 * n_features * n_features + 2 * band * n_features)

@@ -258,7 +258,11 @@ def test_output_into_missing_folder_or_onto_a_folder(good, tmp_path):
 def test_memory_budget_error_is_one_line(good, tmp_path, monkeypatch):
     """A refused materialisation of D reaches the user as one line naming the way out."""
     good_letor, _ = good
-    monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "4KiB")  # reading fits (about 3 KiB), D x 16 copies does not
+    from cvxrank._memory import formulation_bytes
+    from cvxrank.pairs import make_pairs
+
+    need = formulation_bytes(make_pairs(cr.load_letor(good_letor)))
+    monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", str(need - 1))  # reading and the problem fit, D x 16 copies does not
     out = tmp_path / "out"
     out.mkdir()
     code, _, err = run_cli(["fit", good_letor, "--model", str(out / "m.json"), "--solver", "clarabel",

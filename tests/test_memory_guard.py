@@ -12,6 +12,7 @@ from cvxrank._memory import (
     CVXPY_COPIES,
     MemoryBudgetError,
     difference_matrix_bytes,
+    formulation_bytes,
     get_memory_budget,
     letor_read_bytes,
     parse_size,
@@ -36,6 +37,15 @@ def _no_override(monkeypatch):
 @pytest.fixture
 def pairs():
     data = cr.make_ranking(n_queries=5, docs_per_query=(8, 10), n_features=6, random_state=3)
+    return make_pairs(data)
+
+
+@pytest.fixture
+def wide_pairs():
+    """Pairs whose D is wide (200 features) and ten times longer than X, so that the lifted form needs
+    less than D's copies: with a handful of features the per-pair part of a CVXPY problem (about 2 KB)
+    dominates both, and with as many pairs as documents X's copies cost as much as D's."""
+    data = cr.make_ranking(n_queries=3, docs_per_query=(30, 40), n_features=200, random_state=3)
     return make_pairs(data)
 
 
@@ -85,7 +95,8 @@ def test_estimates_match_the_materialised_matrix(pairs):
 
 @pytest.mark.parametrize("formulation", ["primal", "dual", "hinge"])
 def test_materialising_D_above_the_budget_is_refused(pairs, formulation):
-    need = CVXPY_COPIES * difference_matrix_bytes(pairs)
+    need = formulation_bytes(pairs)
+    assert need > CVXPY_COPIES * difference_matrix_bytes(pairs)  # D's copies and the per-pair, per-feature parts
     set_memory_budget(need - 1)
     with pytest.raises(MemoryBudgetError) as info:
         build(pairs, weights=np.ones(pairs.n_pairs), lam=0.1, formulation=formulation)
@@ -97,7 +108,8 @@ def test_materialising_D_above_the_budget_is_refused(pairs, formulation):
     build(pairs, weights=np.ones(pairs.n_pairs), lam=0.1, formulation=formulation)
 
 
-def test_the_named_alternatives_work_under_the_same_budget(pairs):
+def test_the_named_alternatives_work_under_the_same_budget(wide_pairs):
+    pairs = wide_pairs
     """What the message recommends (lifted, cutting_plane) solves within the budget that refused D."""
     set_memory_budget(None)
     reference = solve(build(pairs, C=1.0, formulation="primal"), "clarabel")
@@ -113,7 +125,8 @@ def test_the_named_alternatives_work_under_the_same_budget(pairs):
         np.testing.assert_allclose(result.w, reference.w, atol=1e-4 * np.linalg.norm(reference.w))
 
 
-def test_estimators_hit_the_guard(pairs):
+def test_estimators_hit_the_guard(wide_pairs):
+    pairs = wide_pairs
     data = pairs.data
     set_memory_budget(CVXPY_COPIES * difference_matrix_bytes(pairs) // 2)
     with pytest.raises(MemoryBudgetError, match="lifted"):
