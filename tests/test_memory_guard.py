@@ -18,12 +18,12 @@ from cvxrank._memory import (
     parse_size,
     set_memory_budget,
 )
+from cvxrank.certificate import reduced_dual
 from cvxrank.estimators import RankSVM
 from cvxrank.exceptions import CvxrankError, ValidationError
 from cvxrank.formulations import build
 from cvxrank.pairs import make_pairs
 from cvxrank.solvers import solve
-from cvxrank.certificate import reduced_dual
 
 
 @pytest.fixture(autouse=True)
