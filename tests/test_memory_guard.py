@@ -187,3 +187,24 @@ def test_dense_conversion_is_guarded(tmp_path):
     assert cr.load_letor(path).is_sparse
     with pytest.raises(MemoryBudgetError, match="dense=False"):
         cr.load_letor(path, dense=True)
+
+
+def test_the_read_estimate_counts_the_whole_text(tmp_path):
+    """Neither a long comment header (no values in its first MiB) nor compression (a small file on
+    disk) hides the values: both are counted over the whole decompressed text."""
+    import bz2
+    import gzip
+
+    path = _letor(tmp_path)
+    text = path.read_bytes()
+    header = tmp_path / "header.letor"
+    header.write_bytes(b"# " + b"x" * 2**21 + b"\n" + text)  # 2 MiB of comment, then the data
+    assert letor_read_bytes(header) == letor_read_bytes(path) + _memory.LETOR_BYTES_PER_VALUE  # + its newline
+    for name, compress in (("d.letor.gz", gzip.compress), ("d.letor.bz2", bz2.compress)):
+        packed = tmp_path / name
+        packed.write_bytes(compress(text * 20))
+        assert packed.stat().st_size < 20 * len(text) / 2  # the size on disk understates the text
+        assert _memory.letor_values(packed) == (20 * (letor_read_bytes(path) // 32), 20 * len(text))
+        set_memory_budget(letor_read_bytes(packed) - 1)
+        with pytest.raises(MemoryBudgetError, match=rf"reading .*{name} \(.* of text\) needs about"):
+            cr.load_letor(packed)
