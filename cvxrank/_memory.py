@@ -33,14 +33,21 @@ __all__ = [
     "MemoryBudgetError",
     "available_memory",
     "check_difference_matrix",
+    "check_generated",
     "check_letor_files",
     "check_memory",
+    "check_problem",
     "difference_matrix_bytes",
     "fits_memory",
     "format_bytes",
+    "formulation_bytes",
+    "generated_bytes",
     "get_memory_budget",
     "letor_read_bytes",
+    "letor_values",
+    "newton_bytes",
     "parse_size",
+    "problem_bytes",
     "set_memory_budget",
 ]
 
@@ -202,32 +209,63 @@ def difference_matrix_bytes(pairs) -> int:
     return 8 * pairs.n_pairs * pairs.n_features
 
 
+def formulation_bytes(pairs) -> int:
+    """Estimated peak bytes of a CVXPY formulation holding ``D`` (``primal``, ``dual``, ``hinge``):
+    ``D`` compiled about :data:`CVXPY_COPIES` times, plus :func:`problem_bytes` of the ``"cvxpy"`` route."""
+    return CVXPY_COPIES * difference_matrix_bytes(pairs) + problem_bytes(
+        pairs.data.n_documents, pairs.n_features, pairs.n_pairs, 0, "cvxpy")
+
+
 def check_difference_matrix(pairs) -> None:
     """Refuse to materialise ``D`` for a CVXPY formulation when its compiled size exceeds the budget."""
     dense = not hasattr(pairs.data.X, "indptr")
     own = difference_matrix_bytes(pairs)
     check_memory(
-        CVXPY_COPIES * own,
+        formulation_bytes(pairs),
         f"materialising D = P X ({pairs.n_pairs:,} pairs x {pairs.n_features:,} features, "
         f"{'dense' if dense else 'sparse'}, {format_bytes(own)}) for a CVXPY formulation "
-        f"(compilation copies it about {CVXPY_COPIES} times)",
+        f"(compilation copies it about {CVXPY_COPIES} times, and adds about {CVXPY_PAIR_BYTES:,} bytes a pair)",
         "use the lifted formulation (formulation='lifted' keeps D = P X factored) or the pair-free "
         "solver solver='cutting_plane', or raise the budget",
     )
 
 
-def letor_read_bytes(path) -> int:
-    """Estimated peak bytes of reading a LETOR file: ``LETOR_BYTES_PER_VALUE`` per ``index:value`` token.
+def _open_text(path):
+    """``path`` opened for reading its (decompressed, for ``.gz`` and ``.bz2``) bytes."""
+    path = os.fspath(path)
+    if path.endswith(".gz"):
+        import gzip
 
-    The tokens are counted in the first MiB and scaled to the file's size.
+        return gzip.open(path, "rb")
+    if path.endswith(".bz2"):
+        import bz2
+
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def letor_values(path) -> tuple[int, int]:
+    """``(values, size)`` of a LETOR file: its values (a grade per line, an ``index:value`` per token)
+    and the length of its text, counted over the whole decompressed text in chunks of 4 MiB.
+
+    The whole text, not a sample: a long comment header or a compressed file would fool an estimate
+    from the first MiB or from the file's size on disk (a 217 KB ``.gz`` held 30 MB of text). The
+    decompressed size is counted while streaming rather than taken from the gzip trailer, which
+    stores it modulo 2^32, only for the last member of a multi-member file, and which bzip2 lacks.
     """
-    size = os.path.getsize(path)
-    with open(path, "rb") as fh:
-        head = fh.read(2**20)
-    if not head:
-        return 0
-    values = head.count(b":") - head.count(b"qid:") + head.count(b"\n")  # + the grade of each line
-    return int(LETOR_BYTES_PER_VALUE * max(values, 1) * size / len(head))
+    size = values = 0
+    with _open_text(path) as fh:
+        for chunk in iter(lambda: fh.read(2**22) + fh.readline(), b""):
+            size += len(chunk)
+            values += chunk.count(b":") - chunk.count(b"qid:") + chunk.count(b"\n")
+    return values, size
+
+
+def letor_read_bytes(path) -> int:
+    """Estimated peak bytes of reading a LETOR file: :data:`LETOR_BYTES_PER_VALUE` per value counted
+    by :func:`letor_values` (0 for an empty file)."""
+    values, size = letor_values(path)
+    return LETOR_BYTES_PER_VALUE * max(values, 1) if size else 0
 
 
 def check_letor_files(paths, *, values=None, sizes=None) -> None:
@@ -235,12 +273,122 @@ def check_letor_files(paths, *, values=None, sizes=None) -> None:
 
     ``values`` (the number of values, a grade or an ``index:value`` each, counted in each file's whole
     decompressed text) and ``sizes`` (its length in bytes) come from the reader's scan; without them
-    the first MiB of each file is sampled (:func:`letor_read_bytes`)."""
+    each file is counted by :func:`letor_values`."""
     paths = [os.fspath(p) for p in paths]
     if values is None:
-        need = sum(letor_read_bytes(p) for p in paths)
-    else:
-        need = int(LETOR_BYTES_PER_VALUE * sum(max(v, 1) for v in values))
+        values, sizes = zip(*(letor_values(p) for p in paths)) if paths else ((), ())
+    need = int(LETOR_BYTES_PER_VALUE * sum(max(v, 1) for v in values))
     size = sum(os.path.getsize(p) for p in paths) if sizes is None else sum(sizes)
     check_memory(need, f"reading {', '.join(paths)} ({format_bytes(size)} of text)",
                  "split the file, read a subset of its queries, or raise the budget")
+
+
+#: Peak bytes per feature of a CVXPY problem (the variable ``w``, its bounds, the objective's
+#: quadratic term and their compiled copies), measured at 2,000,000 features with 500 pairs: Clarabel
+#: 557 (primal, hinge, lifted) and 1,129 (dual), OSQP 472, SCS 1,096 (primal); 768 is within 2x of each.
+CVXPY_FEATURE_BYTES = 768
+#: Peak bytes per pair of a CVXPY problem beyond ``D`` (the slack ``xi``, its constraints and their
+#: compiled copies): measured 2,020-2,240 bytes a pair with Clarabel for the primal, dual, hinge and
+#: lifted forms (100,000 pairs, 5 features; tests/test_memory_estimates.py).
+CVXPY_PAIR_BYTES = 2048
+#: Peak bytes per feature of a native solver: the cutting-plane bundle fills up to 64 planes of
+#: ``n_features``; measured at 2,000,000 features: cutting_plane 283, gd 303, subgradient 805.
+NATIVE_FEATURE_BYTES = 512
+#: Peak bytes per pair of a native solver that enumerates pairs (``subgradient``, ``gd``): measured
+#: 330-390 with 5 features (100,000 pairs); the pair-free solvers hold none.
+NATIVE_PAIR_BYTES = 384
+#: Peak bytes per document of every route (scores, orders, grades, their sorted copies).
+DOCUMENT_BYTES = 128
+ROUTES = ("cvxpy", "lifted", "native", "pairfree")
+
+
+def problem_bytes(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str) -> int:
+    """Estimated peak bytes of solving a problem by ``route``, beyond ``D = P X`` itself.
+
+    Parameters
+    ----------
+    n_documents, n_features, n_pairs : int
+        The problem's size (pairs counted, not formed).
+    nnz_x : int
+        Stored entries of ``X``.
+    route : {"cvxpy", "lifted", "native", "pairfree"}
+        ``"cvxpy"``: the ``primal``, ``dual`` and ``hinge`` formulations (``D`` itself is checked
+        by :func:`check_difference_matrix`): :data:`CVXPY_FEATURE_BYTES` per feature and
+        :data:`CVXPY_PAIR_BYTES` per pair. ``"lifted"``: the same, plus ``s = X w`` (``nnz(X)``
+        entries of 12 bytes) compiled about :data:`CVXPY_COPIES` times. ``"native"``
+        (``subgradient``, ``gd``): :data:`NATIVE_FEATURE_BYTES` per feature and
+        :data:`NATIVE_PAIR_BYTES` per pair; ``"pairfree"`` (``cutting_plane``,
+        ``truncated_newton``): per feature only. Every route adds :data:`DOCUMENT_BYTES` per document.
+
+    Returns
+    -------
+    int
+    """
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+    docs = DOCUMENT_BYTES * n_documents
+    if route in ("cvxpy", "lifted"):
+        lifted = CVXPY_COPIES * 12 * nnz_x if route == "lifted" else 0
+        return CVXPY_FEATURE_BYTES * n_features + CVXPY_PAIR_BYTES * n_pairs + lifted + docs
+    pairs = NATIVE_PAIR_BYTES * n_pairs if route == "native" else 0
+    return NATIVE_FEATURE_BYTES * n_features + pairs + docs
+
+
+_ROUTE_TEXT = {"cvxpy": "a CVXPY formulation", "lifted": "the lifted CVXPY formulation",
+               "native": "a native solver", "pairfree": "a pair-free native solver"}
+
+
+def check_problem(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str) -> None:
+    """Refuse a solve whose :func:`problem_bytes` exceed the budget, before the solver allocates anything.
+
+    A typo'd feature index ``100000000:0.2`` makes ``n_features`` 10^8 and every weight vector that long.
+    """
+    need = problem_bytes(n_documents, n_features, n_pairs, nnz_x, route)
+    check_memory(need, f"solving a problem of {n_features:,} features, {n_documents:,} documents and "
+                 f"{n_pairs:,} pairs with {_ROUTE_TEXT[route]}",
+                 "check the data's largest feature index (one typo'd index makes every weight vector that "
+                 "long), use fewer pairs or queries"
+                 + (", or the pair-free solver solver='cutting_plane'" if route in ("cvxpy", "lifted", "native")
+                    else "") + ", or raise the budget")
+
+
+def newton_bytes(n_features: int, band: int) -> int:
+    """Peak bytes of the cutting-plane solver's Newton phase: its dense Hessians (the current one, a
+    trial one, and :func:`numpy.linalg.solve`'s copy: ``3 x 8 n_features^2``) and the band's dense
+    differences (``2 x 8 band n_features``)."""
+    return 8 * (3 * n_features * n_features + 2 * band * n_features)
+
+
+#: Peak bytes per entry of ``X`` when generating data (:mod:`cvxrank.datasets`): the matrix and the
+#: finiteness check's mask, measured 11.7 (200,000 x 50 and 1,000,000 x 2 dense); a sparse draw
+#: (``density < 1``) adds the uniform draw, its mask and the CSR copy, measured 18.4.
+GENERATED_ENTRY_BYTES = 12
+GENERATED_SPARSE_ENTRY_BYTES = 20
+#: Peak bytes per generated document (grades, query ids, latent scores, their orders): measured 142.
+GENERATED_DOCUMENT_BYTES = 144
+
+
+def generated_bytes(n_documents: float, n_features: int, density: float = 1.0) -> int:
+    """Estimated peak bytes of generating ``n_documents x n_features`` ranking data.
+
+    Parameters
+    ----------
+    n_documents : float
+        Documents (the expected count when drawn at random).
+    n_features : int
+    density : float, default 1.0
+        Below 1 the data are drawn sparse (:data:`GENERATED_SPARSE_ENTRY_BYTES` an entry).
+
+    Returns
+    -------
+    int
+    """
+    entry = GENERATED_ENTRY_BYTES if density >= 1 else GENERATED_SPARSE_ENTRY_BYTES
+    return int(n_documents * (GENERATED_DOCUMENT_BYTES + entry * n_features))
+
+
+def check_generated(n_documents: float, n_features: int, what: str, density: float = 1.0) -> None:
+    """Refuse to generate data whose :func:`generated_bytes` exceed the budget, before drawing anything."""
+    check_memory(generated_bytes(n_documents, n_features, density),
+                 f"generating {what} (about {n_documents:,.0f} documents x {n_features:,} features)",
+                 "generate fewer queries or features, or raise the budget")

@@ -5,11 +5,20 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from cvxrank._memory import check_generated
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["make_ranking", "make_ohsumed_like", "make_web_like", "make_ecml_simulation", "ECML_MEANS", "ECML_SIZES",
-           "OHSUMED_PROPORTIONS", "WEB_PROPORTIONS"]
+__all__ = [
+    "ECML_MEANS",
+    "ECML_SIZES",
+    "OHSUMED_PROPORTIONS",
+    "WEB_PROPORTIONS",
+    "make_ecml_simulation",
+    "make_ohsumed_like",
+    "make_ranking",
+    "make_web_like",
+]
 
 
 def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 5, n_grades: int = 3, *,
@@ -38,6 +47,12 @@ def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 
         to 1); ``n_grades`` is then ``len(proportions)``. Default: equal shares.
     random_state : int or numpy Generator, default 0
 
+    Raises
+    ------
+    ValidationError
+        For invalid sizes; :class:`~cvxrank.MemoryBudgetError` when the expected data would not fit
+        the memory budget (:func:`cvxrank._memory.generated_bytes`), before anything is drawn.
+
     Examples
     --------
     >>> make_ranking(n_queries=3, docs_per_query=4, n_features=2, random_state=1)
@@ -59,6 +74,7 @@ def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 
     lo, hi = (docs_per_query, docs_per_query) if np.isscalar(docs_per_query) else docs_per_query
     if lo < 2 or hi < lo:
         raise ValidationError(f"docs_per_query must be >= 2 (and lo <= hi), got {docs_per_query!r}")
+    check_generated(n_queries * (lo + hi) / 2, n_features, f"{n_queries:,} queries", density)
     sizes = rng.integers(lo, hi + 1, size=n_queries)
     qid = np.repeat(np.arange(1, n_queries + 1), sizes)
     m = int(sizes.sum())
@@ -145,6 +161,7 @@ def make_ecml_simulation(*, sizes=ECML_SIZES, random_state=0) -> RankingData:
     """
     if len(sizes) != 3 or any(not isinstance(n, (int, np.integer)) or n < 1 for n in sizes):
         raise ValidationError(f"sizes must be three positive integers, got {sizes!r}")
+    check_generated(sum(int(n) for n in sizes), 2, f"the ECML simulation of sizes {tuple(int(n) for n in sizes)}")
     rng = np.random.default_rng(random_state)
     X = np.vstack([rng.standard_normal((n, 2)) + np.asarray(m) for m, n in zip(ECML_MEANS, sizes)])
     y = np.repeat(np.arange(3), sizes)

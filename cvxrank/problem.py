@@ -89,6 +89,8 @@ class RankingProblem:
         if variant is not None and not isinstance(variant, Variant):
             raise ValidationError(f"variant must be a cvxrank.variants.Variant, got {type(variant).__name__}")
         self.variant = Variant() if variant is None else variant
+        # the least any solve needs (a pair-free solver's vectors of n_features), before the bounds allocate two
+        self.check_size("pairfree")
         self.variant.check(self.data.n_features)
         self._weights = None
         if self._pairs is not None:
@@ -124,6 +126,25 @@ class RankingProblem:
     def C(self) -> np.ndarray:
         """Per-pair QP costs ``C_i = c_i / (2λ)`` of (14) (Theorem 1)."""
         return self.weights / (2.0 * self.lam)
+
+    def check_size(self, route: str) -> None:
+        """Refuse, under the memory budget, to solve this problem by ``route``.
+
+        Parameters
+        ----------
+        route : {"cvxpy", "lifted", "native", "pairfree"}
+            See :func:`cvxrank._memory.problem_bytes`; pairs are counted, not formed.
+
+        Raises
+        ------
+        cvxrank.MemoryBudgetError
+            When the estimate exceeds the budget; the message names the feature count.
+        """
+        from cvxrank._memory import check_problem
+
+        X = self.data.X
+        nnz = int(X.nnz) if hasattr(X, "nnz") else int(X.shape[0] * X.shape[1])
+        check_problem(X.shape[0], X.shape[1], self.n_pairs, nnz, route)
 
     @property
     def n_features(self) -> int:

@@ -259,7 +259,11 @@ def test_output_into_missing_folder_or_onto_a_folder(good, tmp_path):
 def test_memory_budget_error_is_one_line(good, tmp_path, monkeypatch):
     """A refused materialisation of D reaches the user as one line naming the way out."""
     good_letor, _ = good
-    monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "4KiB")  # reading fits (about 3 KiB), D x 16 copies does not
+    from cvxrank._memory import formulation_bytes
+    from cvxrank.pairs import make_pairs
+
+    need = formulation_bytes(make_pairs(cr.load_letor(good_letor)))
+    monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", str(need - 1))  # reading and the problem fit, D x 16 copies does not
     out = tmp_path / "out"
     out.mkdir()
     code, _, err = run_cli(["fit", good_letor, "--model", str(out / "m.json"), "--solver", "clarabel",
@@ -402,3 +406,50 @@ def test_a_warning_is_one_line_without_a_source_line(good, monkeypatch):
         "cvxrank predict: warning: RuntimeWarning: overflow encountered in dot",
         "cvxrank predict: warning: certified relative gap inf > tol 1e-06 (solver status 'x')"]
     assert warnings.showwarning.__module__ == "warnings"  # restored after the command
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["verify", "--queries", "100000000"], "100,000,000 queries"),
+    (["verify", "--features", "100000000"], "100,000,000 features"),
+    (["cv", "--queries", "100000000"], "100,000,000 queries"),
+    (["simulate", "--sizes", "100000000,1,1"], "ECML simulation"),
+    (["compare", "--sizes", "100000000"], "instance of size 100000000"),
+    (["compare", "--instances", "web", "--sizes", "1000000"], "web instance of size 1000000"),
+])
+def test_generated_data_above_the_budget_is_refused_before_generating(argv, named, tmp_path, monkeypatch):
+    """Issue 13: sizes of generated data are estimated (cvxrank._memory.generated_bytes) before drawing."""
+    monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "64MiB")
+    out = tmp_path / "out"
+    out.mkdir()
+    if argv[0] == "compare":
+        argv = [*argv, "--out", str(out / "study")]
+    code, _, err = run_cli(argv)
+    assert_clean_failure(code, err, argv[0], out)
+    assert "generating" in err and named in err and "64.0 MiB" in err
+
+
+@pytest.mark.parametrize("index", [100000000, 2000000000])
+@pytest.mark.parametrize("solver", ["clarabel", "cutting_plane", "subgradient"])
+def test_a_typod_feature_index_is_refused_with_its_feature_count(index, solver, tmp_path, monkeypatch):
+    """Issue 13: one index ``100000000:0.2`` makes every weight vector that long; refused, naming the count
+    (tests/test_memory_estimates.py runs it in a child process and checks its peak memory stays small)."""
+    monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "64MiB")
+    data = _write(tmp_path / "typo.letor", f"2 qid:1 1:0.5 {index}:0.2\n0 qid:1 1:0.1\n1 qid:1 2:0.3\n".encode())
+    out = tmp_path / "out"
+    out.mkdir()
+    code, _, err = run_cli(["fit", data, "--model", str(out / "m.json"), "--solver", solver])
+    assert_clean_failure(code, err, "fit", out)
+    assert f"{index:,} features" in err and "largest feature index" in err
+
+
+def test_the_lifted_route_is_guarded(tmp_path, monkeypatch):
+    """Issue 13: the route the D refusal recommends counts its pairs (600k pairs took 1.59 GB under 64 MiB)."""
+    data = str(tmp_path / "many_pairs.letor")
+    cr.data.save_letor(cr.make_ranking(n_queries=40, docs_per_query=100, n_features=5, random_state=0), data)
+    monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "64MiB")
+    out = tmp_path / "out"
+    out.mkdir()
+    code, _, err = run_cli(["fit", data, "--model", str(out / "m.json"), "--solver", "clarabel",
+                            "--formulation", "lifted"])
+    assert_clean_failure(code, err, "fit", out)
+    assert "lifted CVXPY formulation" in err and "133,320 pairs" in err and "solver='cutting_plane'" in err

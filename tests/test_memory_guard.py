@@ -12,17 +12,18 @@ from cvxrank._memory import (
     CVXPY_COPIES,
     MemoryBudgetError,
     difference_matrix_bytes,
+    formulation_bytes,
     get_memory_budget,
     letor_read_bytes,
     parse_size,
     set_memory_budget,
 )
+from cvxrank.certificate import reduced_dual
 from cvxrank.estimators import RankSVM
 from cvxrank.exceptions import CvxrankError, ValidationError
 from cvxrank.formulations import build
 from cvxrank.pairs import make_pairs
 from cvxrank.solvers import solve
-from cvxrank.certificate import reduced_dual
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +37,15 @@ def _no_override(monkeypatch):
 @pytest.fixture
 def pairs():
     data = cr.make_ranking(n_queries=5, docs_per_query=(8, 10), n_features=6, random_state=3)
+    return make_pairs(data)
+
+
+@pytest.fixture
+def wide_pairs():
+    """Pairs whose D is wide (200 features) and ten times longer than X, so that the lifted form needs
+    less than D's copies: with a handful of features the per-pair part of a CVXPY problem (about 2 KB)
+    dominates both, and with as many pairs as documents X's copies cost as much as D's."""
+    data = cr.make_ranking(n_queries=3, docs_per_query=(30, 40), n_features=200, random_state=3)
     return make_pairs(data)
 
 
@@ -85,7 +95,8 @@ def test_estimates_match_the_materialised_matrix(pairs):
 
 @pytest.mark.parametrize("formulation", ["primal", "dual", "hinge"])
 def test_materialising_D_above_the_budget_is_refused(pairs, formulation):
-    need = CVXPY_COPIES * difference_matrix_bytes(pairs)
+    need = formulation_bytes(pairs)
+    assert need > CVXPY_COPIES * difference_matrix_bytes(pairs)  # D's copies and the per-pair, per-feature parts
     set_memory_budget(need - 1)
     with pytest.raises(MemoryBudgetError) as info:
         build(pairs, weights=np.ones(pairs.n_pairs), lam=0.1, formulation=formulation)
@@ -97,7 +108,8 @@ def test_materialising_D_above_the_budget_is_refused(pairs, formulation):
     build(pairs, weights=np.ones(pairs.n_pairs), lam=0.1, formulation=formulation)
 
 
-def test_the_named_alternatives_work_under_the_same_budget(pairs):
+def test_the_named_alternatives_work_under_the_same_budget(wide_pairs):
+    pairs = wide_pairs
     """What the message recommends (lifted, cutting_plane) solves within the budget that refused D."""
     set_memory_budget(None)
     reference = solve(build(pairs, C=1.0, formulation="primal"), "clarabel")
@@ -113,7 +125,8 @@ def test_the_named_alternatives_work_under_the_same_budget(pairs):
         np.testing.assert_allclose(result.w, reference.w, atol=1e-4 * np.linalg.norm(reference.w))
 
 
-def test_estimators_hit_the_guard(pairs):
+def test_estimators_hit_the_guard(wide_pairs):
+    pairs = wide_pairs
     data = pairs.data
     set_memory_budget(CVXPY_COPIES * difference_matrix_bytes(pairs) // 2)
     with pytest.raises(MemoryBudgetError, match="lifted"):
@@ -174,3 +187,24 @@ def test_dense_conversion_is_guarded(tmp_path):
     assert cr.load_letor(path).is_sparse
     with pytest.raises(MemoryBudgetError, match="dense=False"):
         cr.load_letor(path, dense=True)
+
+
+def test_the_read_estimate_counts_the_whole_text(tmp_path):
+    """Neither a long comment header (no values in its first MiB) nor compression (a small file on
+    disk) hides the values: both are counted over the whole decompressed text."""
+    import bz2
+    import gzip
+
+    path = _letor(tmp_path)
+    text = path.read_bytes()
+    header = tmp_path / "header.letor"
+    header.write_bytes(b"# " + b"x" * 2**21 + b"\n" + text)  # 2 MiB of comment, then the data
+    assert letor_read_bytes(header) == letor_read_bytes(path) + _memory.LETOR_BYTES_PER_VALUE  # + its newline
+    for name, compress in (("d.letor.gz", gzip.compress), ("d.letor.bz2", bz2.compress)):
+        packed = tmp_path / name
+        packed.write_bytes(compress(text * 20))
+        assert packed.stat().st_size < 20 * len(text) / 2  # the size on disk understates the text
+        assert _memory.letor_values(packed) == (20 * (letor_read_bytes(path) // 32), 20 * len(text))
+        set_memory_budget(letor_read_bytes(packed) - 1)
+        with pytest.raises(MemoryBudgetError, match=rf"reading .*{name} \(.* of text\) needs about"):
+            cr.load_letor(packed)

@@ -117,4 +117,5 @@ def build(problem, C=None, *, weights=None, lam=None, formulation: str = "auto",
     if formulation == "auto":
         formulation = choose_formulation(problem)  # both primal forms state every variant
     builder = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}[formulation]
+    as_problem(problem, C)[0].check_size("lifted" if formulation == "lifted" else "cvxpy")  # before CVXPY allocates
     return builder(problem, C, costs=costs)

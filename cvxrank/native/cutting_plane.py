@@ -207,7 +207,9 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         (:func:`~cvxrank.native.newton.smoothed_newton`) takes over; None: planes
         only (the method before it). Only with a local
         :class:`~cvxrank.native.oracle.PairFreeOracle` with the papers' margin of 1
-        (its ``newton_phase``); the Dask oracle and margins per grade pair use planes only.
+        (its ``newton_phase``); the Dask oracle and margins per grade pair use planes only, and so does
+        a problem whose dense ``n_features x n_features`` Hessians would not fit the memory budget
+        (:func:`cvxrank._memory.newton_bytes`).
 
     Returns
     -------
@@ -233,9 +235,17 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
             InaccurateSolutionWarning, stacklevel=2)
     target = max(tol, floor)
     with blas_threads(threads):
-        newton = newton_gap if getattr(oracle, "newton_phase", False) else None
+        newton = newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle.n_features) else None
         return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
                     stall_after, keep_points, verbose, newton)
+
+
+def _newton_fits(n_features: int) -> bool:
+    """Whether the Newton phase's dense Hessians and band fit the memory budget (else planes only)."""
+    from cvxrank._memory import fits_memory, newton_bytes
+    from cvxrank.native.newton import BAND_BUDGET
+
+    return fits_memory(newton_bytes(n_features, BAND_BUDGET))
 
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,

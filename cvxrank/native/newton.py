@@ -43,7 +43,10 @@ import scipy.sparse as sp
 
 from cvxrank.native.band import band_size, margin_band
 
-__all__ = ["smoothed_newton"]
+__all__ = ["BAND_BUDGET", "smoothed_newton"]
+
+#: Most pairs enumerated in the band (the ``budget`` of :func:`smoothed_newton`).
+BAND_BUDGET = 20_000
 
 
 def _evaluate(oracle, lam, w, delta):
@@ -75,7 +78,7 @@ def _evaluate(oracle, lam, w, delta):
 
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
-                    budget: int = 20_000, shrink: float = 10.0, stall_after: int = 20, max_backtrack: int = 5,
+                    budget: int = BAND_BUDGET, shrink: float = 10.0, stall_after: int = 20, max_backtrack: int = 5,
                     verbose: bool = False,
                     start=None):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``≤ target``.

@@ -135,6 +135,10 @@ def solve(problem, solver: str = "clarabel", *, tol: float | None = None, formul
         what = "the papers' problem (hinge loss)" if ranking.variant.is_default else f"the variant {ranking.variant!r}"
         raise SolverNotAvailableError(f"the solver {spec.name!r} does not solve {what}; solvers that can: "
                                       f"{', '.join(able)}")
+    if spec.kind == "native":  # before the solver allocates (a CVXPY formulation is checked when built)
+        ranking.check_size("pairfree" if spec.pairfree else "native")
+    else:
+        ranking.check_size("lifted" if (form.name if form is not None else formulation) == "lifted" else "cvxpy")
     if spec.kind == "native":
         name = form.name if form is not None else ("pairfree" if spec.pairfree else "hinge")
         if spec.pairfree:

@@ -29,12 +29,14 @@ simulation has one query, so its test set is a second draw with seed
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from cvxrank._memory import check_generated
 from cvxrank.data import RankingData, load_letor
 from cvxrank.datasets import make_ecml_simulation, make_ohsumed_like, make_web_like
 from cvxrank.exceptions import ValidationError
@@ -47,6 +49,8 @@ GENERATED = {
     "web": lambda n, seed: make_web_like(n_queries=n, random_state=seed),
 }
 
+GENERATED_MAKERS = {"ohsumed": make_ohsumed_like, "web": make_web_like}
+
 #: Every family name an :class:`Instance` may have.
 FAMILIES = ("ohsumed", "web", "ecml", "letor", "data", "loader")
 
@@ -57,6 +61,16 @@ def _check_size(size, family):
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise ValidationError(f"size of a {family!r} instance must be a positive integer, got {size!r}")
     return int(size)
+
+
+def _generated_shape(family: str, size: int, test_fraction: float) -> tuple[float, int]:
+    """Expected ``(documents, features)`` an instance of a generated family draws (train and test)."""
+    if family == "ecml":
+        return 13 * size * (2 if test_fraction else 1), 2
+    params = inspect.signature(GENERATED_MAKERS[family]).parameters
+    lo, hi = params["docs_per_query"].default
+    n = size + (math.ceil(size * test_fraction) if test_fraction else 0)
+    return n * (lo + hi) / 2, params["n_features"].default
 
 
 def _split_queries(data: RankingData, n_train: int, n_test: int, what: str):
@@ -138,7 +152,10 @@ class Instance:
         if family not in tuple(GENERATED) + ("ecml",):
             raise ValidationError(f"unknown generated family {family!r}; choose from "
                                   f"{', '.join(tuple(GENERATED) + ('ecml',))}")
-        return cls(name or family, family, size, seed, test_fraction)
+        instance = cls(name or family, family, size, seed, test_fraction)
+        # before any study starts: the data a worker would draw must fit the budget
+        check_generated(*_generated_shape(family, instance.size, test_fraction), f"the {family} instance of size {size}")
+        return instance
 
     @classmethod
     def letor(cls, path, *, size: int | None = None, test_path=None, test_fraction: float = 0.0,
