@@ -79,7 +79,7 @@ def test_dual_bound_of_any_point_is_below_the_optimum(seed):
     for delta in (0.5, 0.1, 1e-3):
         for scale in (0.1, 1.0, 10.0):
             w = rng.standard_normal(oracle.n_features) * scale
-            F, F_delta, grad, H, (lower, u), k, smooth_gap = _evaluate(oracle, inst.lam, w, delta)
+            F, F_delta, _grad, _H, (lower, _u), _k, smooth_gap = _evaluate(oracle, inst.lam, w, delta)
             assert lower <= F_ref * (1 + 1e-12)
             assert F == pytest.approx(hinge_objective(inst.pairs, w, inst.weights, inst.lam), rel=1e-12)
             assert F_delta <= F + 1e-12 * F  # the Huber loss lies below the hinge
@@ -119,3 +119,31 @@ def test_newton_gap_none_is_planes_only_and_checked():
     for bad in (0, 1.5, True, "0.1"):
         with pytest.raises(ValidationError, match="newton_gap"):
             cutting_plane(oracle, inst.lam, newton_gap=bad)
+
+
+def test_newton_phase_is_left_out_where_it_would_not_pay(monkeypatch):
+    """Above NEWTON_MAX_FEATURES (dense n x n solves) or over the memory budget, the planes go on alone
+    and still certify the same optimum."""
+    import importlib
+
+    from cvxrank import _memory
+
+    cp_module = importlib.import_module("cvxrank.native.cutting_plane")  # the module, not the function
+
+    inst = TiedInstance(7, lam=0.1)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    both = cutting_plane(oracle, inst.lam, tol=1e-8)
+    assert both.history["delta"].notna().any()
+    monkeypatch.setattr(cp_module, "NEWTON_MAX_FEATURES", inst.data.n_features - 1)
+    planes = cutting_plane(oracle, inst.lam, tol=1e-8)
+    assert "delta" not in planes.history and planes.status == "optimal"
+    assert abs(planes.objective - both.objective) <= max(planes.gap, both.gap)
+    monkeypatch.undo()
+    _memory.set_memory_budget(_memory.newton_bytes(inst.data.n_features, 20_000) - 1)
+    try:
+        assert "delta" not in cutting_plane(oracle, inst.lam, tol=1e-8).history
+    finally:
+        _memory.set_memory_budget(None)
+    sparse = make_ranking(n_queries=3, docs_per_query=(5, 8), n_features=2500, density=0.002, random_state=1)
+    res = cutting_plane(PairFreeOracle.from_data(sparse), 1.0, tol=1e-6)
+    assert "delta" not in res.history and res.status == "optimal"

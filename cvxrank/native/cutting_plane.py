@@ -208,7 +208,8 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         only (the method before it). Only with a local
         :class:`~cvxrank.native.oracle.PairFreeOracle` with the papers' margin of 1
         (its ``newton_phase``); the Dask oracle and margins per grade pair use planes only, and so does
-        a problem whose dense ``n_features x n_features`` Hessians would not fit the memory budget
+        a problem with more than :data:`NEWTON_MAX_FEATURES` features (2,000) or whose dense
+        ``n_features x n_features`` Hessians would not fit the memory budget
         (:func:`cvxrank._memory.newton_bytes`).
 
     Returns
@@ -240,12 +241,20 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
                     stall_after, keep_points, verbose, newton)
 
 
+#: Most features for the Newton phase: each of its steps solves a dense ``n x n`` system and forms
+#: ``H`` from up to ``BAND_BUDGET`` band rows, ``O(n^3 + band n^2)``; at 2,000 features one solve took
+#: 0.12 s on one core (4,000: 0.76 s), about the time of an oracle call on a million documents. Above
+#: it (high-dimensional sparse data) the planes, ``O(nnz(X))`` per call, go on alone.
+NEWTON_MAX_FEATURES = 2000
+
+
 def _newton_fits(n_features: int) -> bool:
-    """Whether the Newton phase's dense Hessians and band fit the memory budget (else planes only)."""
+    """Whether the Newton phase pays here: at most :data:`NEWTON_MAX_FEATURES` features, and its dense
+    Hessians and band fit the memory budget (else planes only)."""
     from cvxrank._memory import fits_memory, newton_bytes
     from cvxrank.native.newton import BAND_BUDGET
 
-    return fits_memory(newton_bytes(n_features, BAND_BUDGET))
+    return n_features <= NEWTON_MAX_FEATURES and fits_memory(newton_bytes(n_features, BAND_BUDGET))
 
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
