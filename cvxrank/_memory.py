@@ -335,7 +335,7 @@ def problem_bytes(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, r
 
 
 _ROUTE_TEXT = {"cvxpy": "a CVXPY formulation", "lifted": "the lifted CVXPY formulation",
-               "native": "a native solver", "pairfree": "a pair-free native solver"}
+               "native": "a native solver", "pairfree": "even the leanest solver (pair-free, native)"}
 
 
 def check_problem(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str) -> None:
