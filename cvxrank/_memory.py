@@ -47,7 +47,9 @@ __all__ = [
     "letor_values",
     "newton_bytes",
     "parse_size",
+    "peak_rss",
     "problem_bytes",
+    "reset_peak_rss",
     "set_memory_budget",
 ]
 
@@ -392,3 +394,39 @@ def check_generated(n_documents: float, n_features: int, what: str, density: flo
     check_memory(generated_bytes(n_documents, n_features, density),
                  f"generating {what} (about {n_documents:,.0f} documents x {n_features:,} features)",
                  "generate fewer queries or features, or raise the budget")
+
+
+# -- measuring ------------------------------------------------------------------
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _ru_maxrss() -> int:
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # kB on Linux
+
+
+def reset_peak_rss() -> int:
+    """Reset this process's peak-RSS mark where Linux allows it (``/proc/self/clear_refs``); return the
+    current resident set size in bytes (the peak so far where the mark cannot be reset)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+    rss = _status_bytes("VmRSS")
+    return rss if rss is not None else _ru_maxrss()
+
+
+def peak_rss() -> int:
+    """This process's peak resident set size in bytes since the last :func:`reset_peak_rss` (or start)."""
+    hwm = _status_bytes("VmHWM")
+    return hwm if hwm is not None else _ru_maxrss()

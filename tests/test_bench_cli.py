@@ -90,4 +90,6 @@ def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
         assert [g["oracle_calls"] for g in reached] == sorted(g["oracle_calls"] for g in reached)
     lo = max(r["lower_bound"] for r in rows)
     assert all(r["objective"] >= lo for r in rows)
+    # the solves' peak holds the data the process had after generating it
+    assert meta["solves_peak_rss_bytes"] >= meta["rss_after_data_bytes"] > meta["x_bytes"]
     assert main(args[:-2] + ["--floor-methods", "ocas"]) == 2

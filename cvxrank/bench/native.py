@@ -37,6 +37,7 @@ import numpy as np
 
 from cvxrank._args import positive_ints, split
 from cvxrank._io import write_json
+from cvxrank._memory import peak_rss, reset_peak_rss
 from cvxrank.exceptions import ValidationError
 
 HELP = ("pair-free cutting planes + Newton (hinge) and truncated Newton (squared hinge) vs LinearSVC and "
@@ -573,6 +574,8 @@ def _floor(args, tau, mu):
     costs = cost_table(data, tau, mu)
     x_bytes = data.X.data.nbytes if hasattr(data.X, "data") and not isinstance(data.X, np.ndarray) else data.X.nbytes
     fp = _floor_pass(data.X)
+    gc.collect()
+    base_rss = reset_peak_rss()  # from here the peak counts X, the interpreter and the solves, not generation
     print(f"\n== floor: {args.floor_data}-like, {data.n_documents:,} documents, {data.n_features} features, "
           f"{costs.total_pairs:,} pairs, mu {mu or 'none'}; X takes {_fmt_bytes(x_bytes)}; one floor pass "
           f"(X w, X^T v, argsort of m) = {fp * 1e3:.2f} ms", flush=True)
@@ -608,12 +611,16 @@ def _floor(args, tau, mu):
             gc.collect()
     print("  floor p.: solve time / one floor pass of this process; peak mem: RSS increase during oracle set-up and "
           "solve (X excluded)")
-    peak = _max_rss()
+    peak, solves_peak = _max_rss(), peak_rss()
+    print(f"  process RSS after generating the data: {_fmt_bytes(base_rss)} = {base_rss / x_bytes:.2f} x X; peak RSS "
+          f"during the solves (X, the interpreter and the data included): {_fmt_bytes(solves_peak)} = "
+          f"{solves_peak / x_bytes:.2f} x X")
     if peak:
-        print(f"  process peak RSS (data generation and X included): {_fmt_bytes(peak)} = {peak / x_bytes:.2f} x X")
+        print(f"  process peak RSS (data generation included): {_fmt_bytes(peak)} = {peak / x_bytes:.2f} x X")
     meta = {"instance": "floor", "data": args.floor_data, "n_documents": data.n_documents,
             "n_features": data.n_features, "n_pairs": costs.total_pairs, "x_bytes": x_bytes,
-            "floor_pass_seconds": fp, "process_peak_rss_bytes": peak}
+            "floor_pass_seconds": fp, "process_peak_rss_bytes": peak, "rss_after_data_bytes": base_rss,
+            "solves_peak_rss_bytes": solves_peak}
     return rows, meta
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import resource
 import signal
 import sys
 import threading
@@ -29,10 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cvxrank._memory import peak_rss, reset_peak_rss
 from cvxrank.costs import pair_weights
 from cvxrank.exceptions import InaccurateSolutionWarning
-from cvxrank.metrics import ndcg_score
 from cvxrank.formulations.base import FORMULATION_EXTENSIONS, states
+from cvxrank.metrics import ndcg_score
 from cvxrank.pairs import make_pairs
 from cvxrank.path import PathSolver
 from cvxrank.problem import RankingProblem
@@ -87,31 +87,13 @@ def skeleton_row(task: Task, cost, sizes: dict | None, status: str, message: str
 
 
 # -- memory -----------------------------------------------------------------
-def _status_mib(field: str) -> float | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
-
 def _reset_peak() -> float:
     """Reset the peak-RSS mark where Linux allows it; return the current RSS in MiB."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-    rss = _status_mib("VmRSS")
-    return rss if rss is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return reset_peak_rss() / 2**20
 
 
 def _peak() -> float:
-    hwm = _status_mib("VmHWM")
-    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return peak_rss() / 2**20
 
 
 # -- running ------------------------------------------------------------------
