@@ -53,10 +53,8 @@ def _evaluate(oracle, lam, w, delta):
     """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient and Hessian, and the dual bound ``L(α)``."""
     s = oracle.scores(w)
     order = oracle._order(s)  # also sorts s / (1 - δ): one sort for the three evaluations
-    true = oracle.evaluate_scores(s, counts=False, order=order)
-    F = lam * float(w @ w) + true.loss
-    s_o = s[order]
-    ib, iw, c = margin_band(oracle, s_o, order, delta, lower_only=True)
+    F = lam * float(w @ w) + oracle.evaluate_scores(s, counts=False, order=order).loss  # its v is not kept
+    ib, iw, c = margin_band(oracle, s[order], order, delta, lower_only=True)
     V = oracle.evaluate_scores(s / (1.0 - delta), counts=False, order=order)
     X = oracle.X
     D = X[ib] - X[iw]

@@ -162,21 +162,20 @@ class PairFreeOracle:
         self.values = np.tril(values, k=-1)
         self.grades = np.arange(G) if grades is None else np.asarray(grades)
         self.query_ids = np.arange(Q) if query_ids is None else np.asarray(query_ids)
-        self._qc, self._gc = qc, gc
+        # Per-document layout arrays in int32 where every index they form fits (positions < m, cells of
+        # the (query, grade, grade) table < Q G²): half the memory of int64 on a million documents.
+        idx = np.int32 if max(m, Q * G * G) < np.iinfo(np.int32).max else np.int64
+        self._qc, self._gc = qc, gc.astype(idx)
         self._G = G
         per_query = np.bincount(qc, minlength=Q)
         offsets = np.zeros(Q + 1, dtype=np.int64)
         np.cumsum(per_query, out=offsets[1:])
         # In the sorted layout (by query, then score) query q holds positions offsets[q]:offsets[q+1].
-        self._q_sorted = np.repeat(np.arange(Q, dtype=np.int64), per_query)
-        self._start = offsets[self._q_sorted]
-        self._end = offsets[self._q_sorted + 1]
+        self._q_sorted = np.repeat(np.arange(Q, dtype=idx), per_query)
+        self._start = offsets[:-1].astype(idx)[self._q_sorted]
+        self._end = offsets[1:].astype(idx)[self._q_sorted]
         self._q16 = qc.astype(np.uint16) if Q <= np.iinfo(np.uint16).max + 1 else None
         counts = np.bincount(qc * G + gc, minlength=Q * G).reshape(Q, G)
-        before = np.cumsum(counts, axis=0) - counts  # grade-g documents of the queries before q
-        # Grade-b documents before the query's first position and up to its end, per sorted position.
-        self._before = [before[self._q_sorted, b] for b in range(G)]
-        self._through = [before[self._q_sorted, b] + counts[self._q_sorted, b] for b in range(G)]
         self._flat = self.values.ravel()
         self._n_pairs = np.tril(counts[:, :, None] * counts[:, None, :], k=-1)
 
@@ -249,23 +248,34 @@ class PairFreeOracle:
         lower = np.zeros(m)  # weight of violated pairs where the document is the better one
         upper = np.zeros(m)  # ... where it is the worse one
         table = np.zeros((self.query_ids.shape[0], G, G), dtype=np.int64) if counts else None
-        cum = np.zeros(m + 1, dtype=np.int64)
+        cum = np.zeros(m + 1, dtype=self._start.dtype)  # counts up to m fit the layout's index type
+        n_lo = n_up = weight = None
         for b in range(G):
-            np.cumsum(g_o == b, out=cum[1:])
+            np.cumsum(g_o == b, dtype=cum.dtype, out=cum[1:])
             if b < G - 1:
                 # grade-b documents at positions [p_lo, end): the worse partners of a better document
-                n_lo = self._through[b] - cum[p_lo]
-                lower += self._flat[qg * G + b] * n_lo
+                n_lo = cum[self._end]
+                n_lo -= cum[p_lo]
+                weight = self._flat[qg * G + b]
+                weight *= n_lo
+                lower += weight
                 if counts:
                     n_lo = np.where(g_o > b, n_lo, 0)
                     table[:, :, b] = np.bincount(qg, weights=n_lo, minlength=table.shape[0] * G).reshape(-1, G)
             if b > 0:
                 # grade-b documents at positions [start, p_hi): the better partners of a worse document
-                n_up = cum[p_hi] - self._before[b]
-                upper += self._flat[up_base + b * G] * n_up
+                n_up = cum[p_hi]
+                n_up -= cum[self._start]
+                weight = self._flat[up_base + b * G]
+                weight *= n_up
+                upper += weight
+        del p_lo, p_hi, qg, up_base, cum, g_o, n_lo, n_up, weight  # peak memory: the layout is done with
         W = float(lower.sum())
-        v_o = upper - lower
+        v_o = upper
+        v_o -= lower
+        del lower
         shifted = s_o - s_o[self._start]  # the loss is invariant to a shift per query; smaller terms
+        del s_o
         loss = W + float(np.dot(v_o, shifted))
         rounding = _EPS * (W + float(np.dot(np.abs(v_o), np.abs(shifted))))
         v = np.empty(m)

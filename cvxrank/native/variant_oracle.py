@@ -263,7 +263,7 @@ class _Layout:
             cum = np.zeros(self.m + 1, dtype=np.int64)
             np.cumsum(self.g_o == b, out=cum[1:])
             self._cum_counts[b] = cum
-        return self.o._through[b] - cum[p_lo], cum[p_hi] - self.o._before[b]
+        return cum[self.o._end] - cum[p_lo], cum[p_hi] - cum[self.o._start]
 
     def range_sums(self, x_o, b, p_lo, p_hi, *, squares: bool = False):
         """``(mean, (E_lo, E_hi), (F_lo, F_hi))``: the mean of ``x`` over the grade-``b`` documents of each
