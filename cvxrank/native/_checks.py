@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from cvxrank.exceptions import ValidationError
+from cvxrank.native.costs import cost_table, cost_table_from_pairs
+from cvxrank.problem import RankingProblem
 
-__all__ = ["check_common", "positive_int"]
+__all__ = ["check_common", "pairfree_problem", "positive_int"]
 
 
 def positive_int(value, name: str) -> int:
@@ -28,3 +30,23 @@ def check_common(tol, time_limit, warm_start_w, n_features: int) -> np.ndarray:
     if w.shape != (n_features,) or not np.all(np.isfinite(w)):
         raise ValidationError(f"warm_start_w must be {n_features} finite numbers, got shape {w.shape}")
     return w
+
+
+def pairfree_problem(problem, solver: str, loss: str, instead: str):
+    """The :class:`~cvxrank.problem.RankingProblem` a pair-free solver reads (a Formulation states its
+    problem) and its cost table, refusing a variant other than ``loss`` with margins 1 or per grade pair.
+
+    ``instead`` names where to go for the other problems (``"use 'truncated_newton' for ..."``). Returns
+    ``(problem, costs)``: the table from the pairs and their weights when the problem holds pairs, else
+    from the data and the problem's costs (no pair formed).
+    """
+    problem = getattr(problem, "ranking", problem)
+    if not isinstance(problem, RankingProblem):
+        raise ValidationError(f"{solver} takes a RankingProblem, got {type(problem).__name__}")
+    variant = problem.variant
+    if variant.loss != loss or not variant.extensions <= {"margin"}:
+        raise ValidationError(f"{solver} solves the {loss.replace('_', ' ')} with margins 1 or per grade pair, "
+                              f"not the variant {variant!r}; {instead}")
+    if problem.has_pairs:
+        return problem, cost_table_from_pairs(problem.pairs, problem.weights)
+    return problem, cost_table(problem.data, costs=problem.costs)

@@ -59,9 +59,8 @@ import pandas as pd
 from cvxrank.costs import check_lam
 from cvxrank.data import RankingData
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
-from cvxrank.native._checks import check_common, positive_int
+from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.bundle import Bundle
-from cvxrank.native.costs import cost_table, cost_table_from_pairs
 from cvxrank.native.oracle import PairFreeOracle
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
@@ -452,18 +451,10 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     """
     from cvxrank import __version__
 
-    problem = getattr(problem, "ranking", problem)  # a Formulation states its problem
-    if not isinstance(problem, RankingProblem):
-        raise ValidationError(f"solve_cutting_plane takes a RankingProblem, got {type(problem).__name__}")
-    variant = problem.variant
-    if variant.loss != "hinge" or not variant.extensions <= {"margin"}:
-        raise ValidationError(f"cutting_plane solves the hinge loss with margins 1 or per grade pair, not the variant "
-                              f"{variant!r}; use 'truncated_newton' for the squared hinge or a CVXPY solver")
     t0 = time.perf_counter()
-    if problem.has_pairs:
-        costs = cost_table_from_pairs(problem.pairs, problem.weights)
-    else:
-        costs = cost_table(problem.data, costs=problem.costs)
+    problem, costs = pairfree_problem(problem, "cutting_plane", "hinge",
+                                      "use 'truncated_newton' for the squared hinge or a CVXPY solver")
+    variant = problem.variant
     n_shards = options.pop("n_shards", None)
     if client is not None:
         if variant.margin is not None:

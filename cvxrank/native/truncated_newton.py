@@ -42,11 +42,9 @@ import scipy.sparse.linalg as spla
 from cvxrank._optim import MIN_STEP, armijo_step
 from cvxrank.costs import check_lam
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
-from cvxrank.native._checks import check_common, positive_int
-from cvxrank.native.costs import cost_table, cost_table_from_pairs
+from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.cutting_plane import blas_threads, certifiable_gap
 from cvxrank.native.variant_oracle import VariantOracle
-from cvxrank.problem import RankingProblem
 from cvxrank.solution import finish
 
 __all__ = ["NewtonRun", "solve_truncated_newton", "squared_hinge_bound", "truncated_newton"]
@@ -266,18 +264,10 @@ def solve_truncated_newton(problem, *, tol: float = 1e-6, verbose: bool = False,
         bound of the module docstring (by the pairwise dual too when the pairs exist and the bound
         does not prove ``tol``).
     """
-    problem = getattr(problem, "ranking", problem)
-    if not isinstance(problem, RankingProblem):
-        raise ValidationError(f"solve_truncated_newton takes a RankingProblem, got {type(problem).__name__}")
-    variant = problem.variant
-    if variant.loss != "squared_hinge" or not variant.extensions <= {"margin"}:
-        raise ValidationError(f"truncated_newton solves the squared hinge with margins 1 or per grade pair, not "
-                              f"{variant!r}; use 'cutting_plane' for the papers' hinge or a CVXPY solver")
     t0 = time.perf_counter()
-    if problem.has_pairs:
-        costs = cost_table_from_pairs(problem.pairs, problem.weights)
-    else:
-        costs = cost_table(problem.data, costs=problem.costs)
+    problem, costs = pairfree_problem(problem, "truncated_newton", "squared_hinge",
+                                      "use 'cutting_plane' for the papers' hinge or a CVXPY solver")
+    variant = problem.variant
     oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0
     run = truncated_newton(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit,
