@@ -234,15 +234,28 @@ class PairFreeOracle:
         multiple of ``s``); not checked.
         """
         s = np.asarray(s, dtype=np.float64).ravel()
-        m, G = self.n_documents, self._G
+        m = self.n_documents
         if s.shape != (m,):
             raise ValidationError(f"s must have {m} entries, got {s.shape[0]}")
         if not np.all(np.isfinite(s)):
             raise ValidationError("the scores have a NaN or infinite value")
         order = self._order(s) if order is None else order
         s_o = s[order]
+        W, v_o, table = self._sums(s_o, order, *self._bounds(s_o), counts=counts)
+        shifted = s_o - s_o[self._start]  # the loss is invariant to a shift per query; smaller terms
+        del s_o
+        loss = W + float(np.dot(v_o, shifted))
+        rounding = _EPS * (W + float(np.dot(np.abs(v_o), np.abs(shifted))))
+        v = np.empty(m)
+        v[order] = v_o
+        return OracleResult(max(loss, 0.0), W, None, v, table, rounding, self.grades, self.query_ids)
+
+    def _sums(self, s_o, order, p_lo, p_hi, *, counts: bool = False):
+        """``(W, v_o, counts)`` from the violated ranges ``[p_lo, end)`` and ``[start, p_hi)`` of the sorted
+        positions (:meth:`_bounds`): the total weight of the violated pairs, ``v`` in the sorted order and
+        (``counts=True``) the violated pairs per (query, grade, grade), else None."""
+        m, G = s_o.shape[0], self._G
         g_o = self._gc[order]
-        p_lo, p_hi = self._bounds(s_o)
         qg = self._q_sorted * G + g_o           # (query, grade) cell of each sorted position
         up_base = qg + self._q_sorted * (G * G - G)  # = q G² + g: cell (q, ·, g)
         lower = np.zeros(m)  # weight of violated pairs where the document is the better one
@@ -269,18 +282,11 @@ class PairFreeOracle:
                 weight = self._flat[up_base + b * G]
                 weight *= n_up
                 upper += weight
-        del p_lo, p_hi, qg, up_base, cum, g_o, n_lo, n_up, weight  # peak memory: the layout is done with
+        del qg, up_base, cum, g_o, n_lo, n_up, weight  # peak memory: the layout is done with
         W = float(lower.sum())
         v_o = upper
         v_o -= lower
-        del lower
-        shifted = s_o - s_o[self._start]  # the loss is invariant to a shift per query; smaller terms
-        del s_o
-        loss = W + float(np.dot(v_o, shifted))
-        rounding = _EPS * (W + float(np.dot(np.abs(v_o), np.abs(shifted))))
-        v = np.empty(m)
-        v[order] = v_o
-        return OracleResult(max(loss, 0.0), W, None, v, table, rounding, self.grades, self.query_ids)
+        return W, v_o, table
 
     # -- internals -------------------------------------------------------
     def _order(self, s: np.ndarray) -> np.ndarray:
@@ -290,29 +296,34 @@ class PairFreeOracle:
         order = np.argsort(s)
         return order[np.argsort(self._q16[order], kind="stable")]
 
-    def _bounds(self, s_o: np.ndarray, margin=1.0) -> tuple[np.ndarray, np.ndarray]:
+    def _bounds(self, s_o: np.ndarray, margin=1.0, *, hi: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """For every sorted position ``p`` of query range ``[start, end)``, with margin ``m_p``:
 
         * ``p_lo``: first position ``k ≥ start`` with ``s_p - s_k < m_p``, so the
           documents at ``[p_lo, end)`` are exactly those a document at ``p``
           would not beat by the margin;
         * ``p_hi``: first position ``k > p`` with ``s_k - s_p ≥ m_p`` (or ``end``),
-          so ``[start, p_hi)`` are exactly those that do not beat ``p`` by the margin.
+          so ``[start, p_hi)`` are exactly those that do not beat ``p`` by the margin
+          (None with ``hi=False``).
 
         ``margin`` is 1 (the papers) or one positive number per sorted position
         (margins per grade pair, :class:`~cvxrank.native.variant_oracle.VariantOracle`).
         ``searchsorted`` on the scores offset by query gives them up to rounding
         near the boundary; every position whose neighbours fail the exact test
-        is redone by an exact binary search.
+        is redone by an exact binary search. With one margin for all positions
+        ``p_hi`` is read off ``p_lo`` instead: ``k > p`` (same query) fails to beat
+        ``p`` exactly when ``p_lo[k] ≤ p``, and every ``k ≤ p`` has ``p_lo[k] ≤ p``
+        while no later query's ``k`` has, so ``p_hi[p] = #{k : p_lo[k] ≤ p}``, a
+        cumulative count (the same floating-point test, no second search).
         """
         m = s_o.shape[0]
         pos = np.arange(m, dtype=np.int64)
         start, end = self._start, self._end
+        scalar = np.ndim(margin) == 0
         lo_s, hi_s = float(s_o.min()), float(s_o.max())
         span = (hi_s - lo_s) + 2.0 * float(np.max(margin)) + 2.0
         key = (s_o - lo_s) + self._q_sorted * span
         p_lo = np.clip(np.searchsorted(key, key - margin, side="right"), start, pos)
-        p_hi = np.clip(np.searchsorted(key, key + margin, side="left"), pos + 1, end)
         # Exact check: the test is monotone along a query's sorted scores, so p is right
         # iff the test fails just before it and holds at it.
         prev = np.maximum(p_lo - 1, 0)
@@ -321,6 +332,12 @@ class PairFreeOracle:
             idx = np.flatnonzero(bad)
             mg = np.broadcast_to(margin, (m,))[idx]
             p_lo[idx] = _search(s_o, idx, start[idx], idx.copy(), lambda k, a: s_o[idx[a]] - s_o[k] < mg[a])
+        if not hi:
+            return p_lo, None
+        if scalar:
+            p_hi = np.cumsum(np.bincount(p_lo, minlength=m))
+            return p_lo, p_hi
+        p_hi = np.clip(np.searchsorted(key, key + margin, side="left"), pos + 1, end)
         prev = p_hi - 1
         nxt = np.minimum(p_hi, m - 1)
         bad = ((p_hi > pos + 1) & ~(s_o[prev] - s_o < margin)) | ((p_hi < end) & (s_o[nxt] - s_o < margin))
@@ -329,6 +346,29 @@ class PairFreeOracle:
             mg = np.broadcast_to(margin, (m,))[idx]
             p_hi[idx] = _search(s_o, idx, idx + 1, end[idx].copy(), lambda k, a: ~(s_o[k] - s_o[idx[a]] < mg[a]))
         return p_lo, p_hi
+
+
+def below_bound(s_o, start, p_in, margin=1.0):
+    """``min(p_lo, p_in)`` for :meth:`PairFreeOracle._bounds`'s ``p_lo`` at margin ``margin``, given an upper
+    bound ``p_in`` that is usually right or a few positions off (the bound at a smaller margin).
+
+    The test ``s_p - s_k < margin`` holds from ``p_lo`` to the end of the query, so the answer is ``p_in``
+    where the test fails at ``p_in - 1`` (or ``p_in`` is the query's start) and an exact binary search in
+    ``[start, p_in - 1]`` elsewhere: one comparison over all positions instead of a second full search.
+    """
+    out = np.array(p_in, dtype=np.int64)
+    k = np.maximum(out - 1, 0)
+    idx = np.flatnonzero((out > start) & (s_o - s_o[k] < margin))
+    for _ in range(4):  # most positions are a step or two off: walk down before searching
+        if not idx.size:
+            return out
+        k = out[idx] - 1
+        out[idx] = k  # the test holds at k
+        ok = (k > start[idx]) & (s_o[idx] - s_o[np.maximum(k - 1, 0)] < margin)
+        idx = idx[ok]
+    if idx.size:
+        out[idx] = _search(s_o, idx, start[idx], out[idx], lambda k, a: s_o[idx[a]] - s_o[k] < margin)
+    return out
 
 
 def _search(s_o, idx, lo, hi, test):
