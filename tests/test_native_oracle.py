@@ -177,6 +177,26 @@ def test_bounds_and_band_floor_against_a_scan(seed):
             np.testing.assert_array_equal(below_bound(s_o, oracle._start, p_in), np.minimum(lo, p_in))
 
 
+def test_order_from_the_previous_call_is_exact():
+    """The adaptive re-sort from the last order, over a sequence of score vectors: small changes, ties,
+    a reversal, tiny differences at a huge offset and a range near overflow (which fall back to a full
+    sort); every order is grouped by query and sorted inside each query."""
+    rng = np.random.default_rng(5)
+    m = 300
+    data = RankingData(np.zeros((m, 1)), rng.integers(0, 3, m), rng.integers(0, 9, m))
+    oracle = PairFreeOracle.from_data(data)
+    s = rng.standard_normal(m)
+    sequence = [s, s + 1e-3 * rng.standard_normal(m), np.round(s, 1), -s, 1e12 + s * 1e-4,
+                np.where(rng.random(m) < 0.5, 1e307, -1e307) * rng.random(m), s]
+    for x in sequence:
+        order = oracle._order(x)
+        np.testing.assert_array_equal(np.sort(order), np.arange(m))
+        np.testing.assert_array_equal(oracle._qc[order], oracle._q_sorted)
+        x_o = x[order]
+        assert np.all((np.diff(x_o) >= 0) | oracle._new_query)
+        assert oracle._prev_order is order
+
+
 def test_many_queries_take_the_lexsort_path():
     data, _pairs, tau, mu, w = random_instance(5)
     oracle = PairFreeOracle.from_data(data, cost_table(data, tau, mu))
