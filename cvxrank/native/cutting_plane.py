@@ -107,8 +107,9 @@ class CuttingPlaneRun:
     iterations : int
         Planes (iterations of the cutting-plane loop).
     oracle_calls : int
-        Planes plus evaluations of the Newton phase (an evaluation costs about
-        three oracle calls' sorting: exact loss, band, sums at ``s / (1 - δ)``).
+        Planes plus evaluations of the Newton phase (an evaluation sorts once, like a
+        plane, and searches boundaries twice: at ``s / (1 - δ)`` and, walking down from
+        there, at ``s``; plus the band and an ``n x n`` solve).
     solve_time : float
     floor : float
         :func:`certifiable_gap` of the problem.

@@ -17,7 +17,9 @@ and ``B = {i : 1 - δ ≤ m_i < 1}`` (the band). Pair-free evaluation:
 * ``V = {m_i < 1 - δ}`` (``α_i = c_i``) is summed by the oracle at the scores
   ``s / (1 - δ)``: ``W_V = Σ_V c_i``, ``Σ_V c_i d_i = -Xᵀ v_V`` and
   ``Σ_V c_i (1 - m_i) = W_V + v_Vᵀ s``;
-* the band ``B`` is enumerated (:func:`~cvxrank.native.band.margin_band`):
+* the band ``B`` is enumerated (:func:`~cvxrank.native.band.band_pairs`, between the
+  boundary at ``s / (1 - δ)`` and the one at ``s``, found by walking down from it,
+  :func:`~cvxrank.native.oracle.below_bound`):
   it holds about ``δ`` times the pair density at the margin, a few hundred to a
   few thousand pairs for the widths used, never all pairs (``δ`` is halved
   until it holds at most ``budget`` pairs).
