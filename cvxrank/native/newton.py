@@ -39,8 +39,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
+from cvxrank._float64 import dense_rows
 from cvxrank.native.band import band_size, margin_band
 
 __all__ = ["BAND_BUDGET", "smoothed_newton"]
@@ -56,9 +56,8 @@ def _evaluate(oracle, lam, w, delta):
     F = lam * float(w @ w) + oracle.evaluate_scores(s, counts=False, order=order).loss  # its v is not kept
     ib, iw, c = margin_band(oracle, s[order], order, delta, lower_only=True)
     V = oracle.evaluate_scores(s / (1.0 - delta), counts=False, order=order)
-    X = oracle.X
-    D = X[ib] - X[iw]
-    D = D.toarray() if sp.issparse(D) else D
+    D = dense_rows(oracle.X, ib)  # float64 rows before the subtraction (X may be float32)
+    D -= dense_rows(oracle.X, iw)
     m = s[ib] - s[iw]
     alpha = np.clip(c * (1.0 - m) / delta, 0.0, c)
     u = -oracle.gradient(V.score_gradient) + D.T @ alpha  # Σ α_i d_i
