@@ -53,7 +53,7 @@ def _feature_dtype(dtype) -> np.dtype:
         dt = np.dtype(dtype)
     except (TypeError, ValueError):
         dt = None
-    if dt not in FEATURE_DTYPES:
+    if dt is None or dt not in FEATURE_DTYPES:  # (np.dtype compares equal to None: float64)
         raise ValidationError(f"dtype must be float64 or float32 (the storage of X), got "
                               f"{dt.name if dt is not None else repr(dtype)}")
     return dt
