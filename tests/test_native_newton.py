@@ -79,7 +79,7 @@ def test_dual_bound_of_any_point_is_below_the_optimum(seed):
     for delta in (0.5, 0.1, 1e-3):
         for scale in (0.1, 1.0, 10.0):
             w = rng.standard_normal(oracle.n_features) * scale
-            F, F_delta, _grad, _H, (lower, _u), _k, smooth_gap = _evaluate(oracle, inst.lam, w, delta)
+            F, F_delta, _grad, _H, (lower, _u), _k, smooth_gap, _ = _evaluate(oracle, inst.lam, w, delta)
             assert lower <= F_ref * (1 + 1e-12)
             assert F == pytest.approx(hinge_objective(inst.pairs, w, inst.weights, inst.lam), rel=1e-12)
             assert F_delta <= F + 1e-12 * F  # the Huber loss lies below the hinge

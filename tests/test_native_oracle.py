@@ -140,6 +140,63 @@ def test_exact_correction_where_searchsorted_rounds(monkeypatch):
     np.testing.assert_allclose(r.score_gradient, -(pairs.P.T @ violated.astype(float)), atol=0)
 
 
+def _brute_bounds(s_o, start, end, margin):
+    """p_lo and p_hi of PairFreeOracle._bounds by scanning every pair with the same subtraction."""
+    m = s_o.shape[0]
+    p_lo = np.array([next(k for k in range(start[p], end[p]) if s_o[p] - s_o[k] < margin) for p in range(m)])
+    p_hi = np.array([next((k for k in range(p + 1, end[p]) if not s_o[k] - s_o[p] < margin), end[p])
+                     for p in range(m)])
+    return p_lo, p_hi
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_and_band_floor_against_a_scan(seed):
+    """p_hi read off p_lo by counting, and below_bound walking down from a bound at a smaller margin, against
+    a scan of every pair: ties, scores on a half grid (differences exactly 1) and within an ulp of 1."""
+    from cvxrank.native.oracle import below_bound
+
+    rng = np.random.default_rng(seed)
+    m = 120
+    qid = np.sort(rng.integers(0, 6, m))
+    data = RankingData(np.zeros((m, 1)), rng.integers(0, 3, m), qid)
+    oracle = PairFreeOracle.from_data(data)
+    for kind in range(3):
+        if kind == 0:
+            s = rng.integers(-4, 5, m) * 0.5
+        elif kind == 1:
+            s = rng.standard_normal(m) * 1.5
+        else:
+            s = rng.integers(0, 3, m) + rng.integers(-3, 4, m) * np.spacing(1.0)
+        s_o = s[oracle._order(s)]
+        p_lo, p_hi = oracle._bounds(s_o)
+        lo, hi = _brute_bounds(s_o, oracle._start, oracle._end, 1.0)
+        np.testing.assert_array_equal(p_lo, lo)
+        np.testing.assert_array_equal(p_hi, hi)
+        for delta in (0.9, 0.3, 1e-3, 1e-12):
+            p_in, _ = oracle._bounds(s_o / (1.0 - delta), hi=False)
+            np.testing.assert_array_equal(below_bound(s_o, oracle._start, p_in), np.minimum(lo, p_in))
+
+
+def test_order_from_the_previous_call_is_exact():
+    """The adaptive re-sort from the last order, over a sequence of score vectors: small changes, ties,
+    a reversal, tiny differences at a huge offset and a range near overflow (which fall back to a full
+    sort); every order is grouped by query and sorted inside each query."""
+    rng = np.random.default_rng(5)
+    m = 300
+    data = RankingData(np.zeros((m, 1)), rng.integers(0, 3, m), rng.integers(0, 9, m))
+    oracle = PairFreeOracle.from_data(data)
+    s = rng.standard_normal(m)
+    sequence = [s, s + 1e-3 * rng.standard_normal(m), np.round(s, 1), -s, 1e12 + s * 1e-4,
+                np.where(rng.random(m) < 0.5, 1e307, -1e307) * rng.random(m), s]
+    for x in sequence:
+        order = oracle._order(x)
+        np.testing.assert_array_equal(np.sort(order), np.arange(m))
+        np.testing.assert_array_equal(oracle._qc[order], oracle._q_sorted)
+        x_o = x[order]
+        assert np.all((np.diff(x_o) >= 0) | oracle._new_query)
+        assert oracle._prev_order is order
+
+
 def test_many_queries_take_the_lexsort_path():
     data, _pairs, tau, mu, w = random_instance(5)
     oracle = PairFreeOracle.from_data(data, cost_table(data, tau, mu))

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["band_size", "margin_band"]
+from cvxrank.native.oracle import below_bound
+
+__all__ = ["band_pairs", "margin_band"]
 
 
 def _band_bounds(oracle, s_o, eps, lower_only):
-    p_in, _ = oracle._bounds(s_o / (1.0 - eps))   # [p_in, end): margin < 1 - eps
-    p_out, _ = oracle._bounds(s_o if lower_only else s_o / (1.0 + eps))  # [p_out, end): margin < 1 (+ eps)
-    return np.minimum(p_out, p_in), p_in
+    p_in, _ = oracle._bounds(s_o / (1.0 - eps), hi=False)   # [p_in, end): margin < 1 - eps
+    # [p_out, end): margin < 1 (+ eps); p_out <= p_in, found by walking down from p_in
+    return below_bound(s_o if lower_only else s_o / (1.0 + eps), oracle._start, p_in), p_in
 
 
 def margin_band(oracle, s_o, order, eps: float, *, lower_only: bool = False):
@@ -36,10 +38,15 @@ def margin_band(oracle, s_o, order, eps: float, *, lower_only: bool = False):
     pairs the oracle counts as violated at ``s / (1 - ε)``. Returns document
     indices (in the data's order) and pair weights ``c_i > 0``.
     """
-    p_out, p_in = _band_bounds(oracle, s_o, eps, lower_only)
+    return band_pairs(oracle, order, *_band_bounds(oracle, s_o, eps, lower_only))
+
+
+def band_pairs(oracle, order, p_out, p_in):
+    """The pairs (better at sorted position ``p``, worse at ``[p_out[p], p_in[p])``) of different grades and
+    positive weight, as (better, worse, weight) with document indices in the data's order."""
     lengths = p_in - p_out
     total = int(lengths.sum())
-    better = np.repeat(np.arange(s_o.shape[0], dtype=np.int64), lengths)
+    better = np.repeat(np.arange(p_in.shape[0], dtype=np.int64), lengths)
     first = np.repeat(np.cumsum(lengths) - lengths, lengths)
     worse = p_out[better] + (np.arange(total, dtype=np.int64) - first)
     G = oracle._G
@@ -49,9 +56,3 @@ def margin_band(oracle, s_o, order, eps: float, *, lower_only: bool = False):
     weight = oracle._flat[(oracle._q_sorted[better] * G + g_o[better]) * G + g_o[worse]]
     keep = weight > 0
     return order[better[keep]], order[worse[keep]], weight[keep]
-
-
-def band_size(oracle, s_o, eps: float, *, lower_only: bool = False) -> int:
-    """Upper bound on the pairs in the band of width ``eps`` (range lengths, grades not checked)."""
-    p_out, p_in = _band_bounds(oracle, s_o, eps, lower_only)
-    return int((p_in - p_out).sum())

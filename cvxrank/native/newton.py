@@ -41,7 +41,8 @@ import time
 import numpy as np
 
 from cvxrank._float64 import dense_rows
-from cvxrank.native.band import band_size, margin_band
+from cvxrank.native.band import band_pairs
+from cvxrank.native.oracle import below_bound
 
 __all__ = ["BAND_BUDGET", "smoothed_newton"]
 
@@ -49,29 +50,47 @@ __all__ = ["BAND_BUDGET", "smoothed_newton"]
 BAND_BUDGET = 20_000
 
 
-def _evaluate(oracle, lam, w, delta):
-    """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient and Hessian, and the dual bound ``L(α)``."""
+def _evaluate(oracle, lam, w, delta, budget=None):
+    """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient and Hessian, and the dual bound ``L(α)``.
+
+    One sort and two boundary searches: at ``s`` (``m_i < 1``) and at ``s / (1 - δ)`` (``m_i < 1 - δ``,
+    the set ``V``). The pairs between them are the band ``B``, and ``F(w) = λ‖w‖² + Σ_V c_i (1 - m_i)
+    + Σ_B c_i (1 - m_i)`` needs no third search. With ``budget``, ``δ`` is halved until the band holds
+    at most that many pairs (grades not checked); the ``δ`` used is returned last.
+    """
     s = oracle.scores(w)
-    order = oracle._order(s)  # also sorts s / (1 - δ): one sort for the three evaluations
-    F = lam * float(w @ w) + oracle.evaluate_scores(s, counts=False, order=order).loss  # its v is not kept
-    ib, iw, c = margin_band(oracle, s[order], order, delta, lower_only=True)
-    V = oracle.evaluate_scores(s / (1.0 - delta), counts=False, order=order)
+    order = oracle._order(s)  # also sorts s / (1 - δ)
+    s_o = s[order]
+    while True:
+        p_in, p_hi = oracle._bounds(s_o / (1.0 - delta))  # [p_in, end): margin < 1 - δ
+        p_out = below_bound(s_o, oracle._start, p_in)  # [p_out, end): margin < 1, from p_in down
+        if budget is None or delta <= 1e-12 or int((p_in - p_out).sum()) <= budget:
+            break
+        delta /= 2.0
+    W_V, v_o, _ = oracle._sums(s_o, order, p_in, p_hi)
+    del p_hi
+    # Σ_V c_i (1 - m_i) = W_V + vᵀ s; v sums to 0 over each query, so a shift per query keeps terms small
+    vs = float(v_o @ (s_o - s_o[oracle._start]))
+    v = np.empty_like(v_o)
+    v[order] = v_o
+    del v_o, s_o
+    ib, iw, c = band_pairs(oracle, order, p_out, p_in)
     D = dense_rows(oracle.X, ib)  # float64 rows before the subtraction (X may be float32)
     D -= dense_rows(oracle.X, iw)
     m = s[ib] - s[iw]
-    alpha = np.clip(c * (1.0 - m) / delta, 0.0, c)
-    u = -oracle.gradient(V.score_gradient) + D.T @ alpha  # Σ α_i d_i
-    lower = V.violated_weight + float(alpha.sum()) - float(u @ u) / (4.0 * lam)
-    one_minus = np.maximum(1.0 - m, 0.0)
-    F_delta = (lam * float(w @ w) + V.violated_weight * (1.0 - delta / 2.0) + float(V.score_gradient @ s)
-               + float(c @ one_minus ** 2) / (2.0 * delta))
+    one_minus = 1.0 - m  # > 0: every band pair has m < 1
+    ww = lam * float(w @ w)
+    F = ww + max(W_V + vs + float(c @ one_minus), 0.0)
+    alpha = np.clip(c * one_minus / delta, 0.0, c)
+    u = -oracle.gradient(v) + D.T @ alpha  # Σ α_i d_i
+    lower = W_V + float(alpha.sum()) - float(u @ u) / (4.0 * lam)
+    F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + float(c @ one_minus ** 2) / (2.0 * delta)
     grad = 2.0 * lam * w - u
     H = (D.T * (c / delta)) @ D
     H[np.diag_indices_from(H)] += 2.0 * lam
     # duality gap of the smoothed problem: its dual is L(α) - (δ/2) Σ α_i² / c_i
-    smooth_gap = F_delta - lower + 0.5 * delta * (V.violated_weight + float(alpha @ (alpha / c)) if c.size else
-                                                  V.violated_weight)
-    return F, F_delta, grad, H, (lower, u), c.shape[0], smooth_gap
+    smooth_gap = F_delta - lower + 0.5 * delta * (W_V + float(alpha @ (alpha / c)) if c.size else W_V)
+    return F, F_delta, grad, H, (lower, u), c.shape[0], smooth_gap, delta
 
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
@@ -124,15 +143,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     delta = float(min(0.5, max(np.sqrt(rel), 1e-8))) if delta is None else float(delta)
     rows, calls = [], 0
 
-    def budget_delta(x, d):
-        s = oracle.scores(x)
-        s_o = s[oracle._order(s)]
-        while band_size(oracle, s_o, d, lower_only=True) > budget and d > 1e-12:
-            d /= 2.0
-        return d
-
-    delta = budget_delta(w, delta)
-    F, Fd, g, H, L, k, sg = _evaluate(oracle, lam, w, delta)
+    F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, delta, budget)
     calls += 1
     while True:
         if L[0] > lower:
@@ -158,14 +169,14 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         if sg <= 0.1 * (F_best - lower) and delta > 1e-12:
             # the gap at the smoothed optimum falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2]
             factor = np.sqrt(0.3 * target * F_best / max(F_best - lower, 1e-300))
-            delta = budget_delta(w, delta * min(0.5, max(1.0 / shrink, factor)))
-            F, Fd, g, H, L, k, sg = _evaluate(oracle, lam, w, delta)
+            F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, delta * min(0.5, max(1.0 / shrink, factor)),
+                                                     budget)
             calls += 1
             continue
         t, accepted = 1.0, False
         for _ in range(max_backtrack + 1):
             x = w + t * p
-            Fx, Fdx, gx, Hx, Lx, kx, sgx = _evaluate(oracle, lam, x, delta)
+            Fx, Fdx, gx, Hx, Lx, kx, sgx, _ = _evaluate(oracle, lam, x, delta)
             calls += 1
             if Lx[0] > lower:
                 lower, w_lower = Lx[0], Lx[1] / (2.0 * lam)

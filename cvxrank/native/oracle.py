@@ -135,8 +135,7 @@ class PairFreeOracle:
     Examples
     --------
     >>> import numpy as np
-    >>> from cvxrank._float64 import matvec, rmatvec
-from cvxrank.data import RankingData
+    >>> from cvxrank.data import RankingData
     >>> data = RankingData(np.array([[0.0], [1.0], [3.0]]), y=[2, 1, 0], qid=[1, 1, 1])
     >>> oracle = PairFreeOracle.from_data(data)
     >>> r = oracle(np.array([1.0]))   # scores 0, 1, 3: every pair is violated
@@ -181,6 +180,8 @@ from cvxrank.data import RankingData
         self._start = offsets[:-1].astype(idx)[self._q_sorted]
         self._end = offsets[1:].astype(idx)[self._q_sorted]
         self._q16 = qc.astype(np.uint16) if Q <= np.iinfo(np.uint16).max + 1 else None
+        self._new_query = np.diff(self._q_sorted) != 0  # a query starts at the next sorted position
+        self._prev_order = None  # the last order made (:meth:`_order` starts from it)
         counts = np.bincount(qc * G + gc, minlength=Q * G).reshape(Q, G)
         self._flat = self.values.ravel()
         self._n_pairs = np.tril(counts[:, :, None] * counts[:, None, :], k=-1)
@@ -240,15 +241,28 @@ from cvxrank.data import RankingData
         multiple of ``s``); not checked.
         """
         s = np.asarray(s, dtype=np.float64).ravel()
-        m, G = self.n_documents, self._G
+        m = self.n_documents
         if s.shape != (m,):
             raise ValidationError(f"s must have {m} entries, got {s.shape[0]}")
         if not np.all(np.isfinite(s)):
             raise ValidationError("the scores have a NaN or infinite value")
         order = self._order(s) if order is None else order
         s_o = s[order]
+        W, v_o, table = self._sums(s_o, order, *self._bounds(s_o), counts=counts)
+        shifted = s_o - s_o[self._start]  # the loss is invariant to a shift per query; smaller terms
+        del s_o
+        loss = W + float(np.dot(v_o, shifted))
+        rounding = _EPS * (W + float(np.dot(np.abs(v_o), np.abs(shifted))))
+        v = np.empty(m)
+        v[order] = v_o
+        return OracleResult(max(loss, 0.0), W, None, v, table, rounding, self.grades, self.query_ids)
+
+    def _sums(self, s_o, order, p_lo, p_hi, *, counts: bool = False):
+        """``(W, v_o, counts)`` from the violated ranges ``[p_lo, end)`` and ``[start, p_hi)`` of the sorted
+        positions (:meth:`_bounds`): the total weight of the violated pairs, ``v`` in the sorted order and
+        (``counts=True``) the violated pairs per (query, grade, grade), else None."""
+        m, G = s_o.shape[0], self._G
         g_o = self._gc[order]
-        p_lo, p_hi = self._bounds(s_o)
         qg = self._q_sorted * G + g_o           # (query, grade) cell of each sorted position
         up_base = qg + self._q_sorted * (G * G - G)  # = q G² + g: cell (q, ·, g)
         lower = np.zeros(m)  # weight of violated pairs where the document is the better one
@@ -275,50 +289,71 @@ from cvxrank.data import RankingData
                 weight = self._flat[up_base + b * G]
                 weight *= n_up
                 upper += weight
-        del p_lo, p_hi, qg, up_base, cum, g_o, n_lo, n_up, weight  # peak memory: the layout is done with
+        del qg, up_base, cum, g_o, n_lo, n_up, weight  # peak memory: the layout is done with
         W = float(lower.sum())
         v_o = upper
         v_o -= lower
-        del lower
-        shifted = s_o - s_o[self._start]  # the loss is invariant to a shift per query; smaller terms
-        del s_o
-        loss = W + float(np.dot(v_o, shifted))
-        rounding = _EPS * (W + float(np.dot(np.abs(v_o), np.abs(shifted))))
-        v = np.empty(m)
-        v[order] = v_o
-        return OracleResult(max(loss, 0.0), W, None, v, table, rounding, self.grades, self.query_ids)
+        return W, v_o, table
 
     # -- internals -------------------------------------------------------
     def _order(self, s: np.ndarray) -> np.ndarray:
-        """Positions sorted by query, then by score (ties in any order)."""
-        if self._q16 is None:
-            return np.lexsort((s, self._qc))
-        order = np.argsort(s)
-        return order[np.argsort(self._q16[order], kind="stable")]
+        """Positions sorted by query, then by score (ties in any order).
 
-    def _bounds(self, s_o: np.ndarray, margin=1.0) -> tuple[np.ndarray, np.ndarray]:
+        Scores change little between an oracle's calls, so the previous call's order is tried first:
+        the scores in that order are nearly sorted inside each query, and a stable (adaptive, timsort)
+        ``argsort`` of ``score + query offset`` finishes in a few linear passes. The result is checked
+        (every position in its query's block, scores non-decreasing inside each block) and a full sort
+        is made whenever the check fails, so the order is always exact.
+        """
+        prev = self._prev_order
+        if prev is not None and prev.shape == s.shape:
+            s_p = s[prev]
+            lo, hi = float(s_p.min()), float(s_p.max())
+            key = s_p - lo
+            key += self._q_sorted * ((hi - lo) + 1.0)
+            order = prev[np.argsort(key, kind="stable")]
+            del s_p, key
+            s_o = s[order]
+            if (np.all((s_o[1:] >= s_o[:-1]) | self._new_query)
+                    and np.array_equal(self._qc[order], self._q_sorted)):
+                self._prev_order = order
+                return order
+        if self._q16 is None:
+            order = np.lexsort((s, self._qc))
+        else:
+            order = np.argsort(s)
+            order = order[np.argsort(self._q16[order], kind="stable")]
+        self._prev_order = order
+        return order
+
+    def _bounds(self, s_o: np.ndarray, margin=1.0, *, hi: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """For every sorted position ``p`` of query range ``[start, end)``, with margin ``m_p``:
 
         * ``p_lo``: first position ``k ≥ start`` with ``s_p - s_k < m_p``, so the
           documents at ``[p_lo, end)`` are exactly those a document at ``p``
           would not beat by the margin;
         * ``p_hi``: first position ``k > p`` with ``s_k - s_p ≥ m_p`` (or ``end``),
-          so ``[start, p_hi)`` are exactly those that do not beat ``p`` by the margin.
+          so ``[start, p_hi)`` are exactly those that do not beat ``p`` by the margin
+          (None with ``hi=False``).
 
         ``margin`` is 1 (the papers) or one positive number per sorted position
         (margins per grade pair, :class:`~cvxrank.native.variant_oracle.VariantOracle`).
         ``searchsorted`` on the scores offset by query gives them up to rounding
         near the boundary; every position whose neighbours fail the exact test
-        is redone by an exact binary search.
+        is redone by an exact binary search. With one margin for all positions
+        ``p_hi`` is read off ``p_lo`` instead: ``k > p`` (same query) fails to beat
+        ``p`` exactly when ``p_lo[k] ≤ p``, and every ``k ≤ p`` has ``p_lo[k] ≤ p``
+        while no later query's ``k`` has, so ``p_hi[p] = #{k : p_lo[k] ≤ p}``, a
+        cumulative count (the same floating-point test, no second search).
         """
         m = s_o.shape[0]
         pos = np.arange(m, dtype=np.int64)
         start, end = self._start, self._end
+        scalar = np.ndim(margin) == 0
         lo_s, hi_s = float(s_o.min()), float(s_o.max())
         span = (hi_s - lo_s) + 2.0 * float(np.max(margin)) + 2.0
         key = (s_o - lo_s) + self._q_sorted * span
         p_lo = np.clip(np.searchsorted(key, key - margin, side="right"), start, pos)
-        p_hi = np.clip(np.searchsorted(key, key + margin, side="left"), pos + 1, end)
         # Exact check: the test is monotone along a query's sorted scores, so p is right
         # iff the test fails just before it and holds at it.
         prev = np.maximum(p_lo - 1, 0)
@@ -327,6 +362,12 @@ from cvxrank.data import RankingData
             idx = np.flatnonzero(bad)
             mg = np.broadcast_to(margin, (m,))[idx]
             p_lo[idx] = _search(s_o, idx, start[idx], idx.copy(), lambda k, a: s_o[idx[a]] - s_o[k] < mg[a])
+        if not hi:
+            return p_lo, None
+        if scalar:
+            p_hi = np.cumsum(np.bincount(p_lo, minlength=m))
+            return p_lo, p_hi
+        p_hi = np.clip(np.searchsorted(key, key + margin, side="left"), pos + 1, end)
         prev = p_hi - 1
         nxt = np.minimum(p_hi, m - 1)
         bad = ((p_hi > pos + 1) & ~(s_o[prev] - s_o < margin)) | ((p_hi < end) & (s_o[nxt] - s_o < margin))
@@ -344,6 +385,29 @@ def _stored(X):
         return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
     X = np.asarray(X)
     return X if X.dtype == np.float32 else np.asarray(X, dtype=np.float64)
+
+
+def below_bound(s_o, start, p_in, margin=1.0):
+    """``min(p_lo, p_in)`` for :meth:`PairFreeOracle._bounds`'s ``p_lo`` at margin ``margin``, given an upper
+    bound ``p_in`` that is usually right or a few positions off (the bound at a smaller margin).
+
+    The test ``s_p - s_k < margin`` holds from ``p_lo`` to the end of the query, so the answer is ``p_in``
+    where the test fails at ``p_in - 1`` (or ``p_in`` is the query's start) and an exact binary search in
+    ``[start, p_in - 1]`` elsewhere: one comparison over all positions instead of a second full search.
+    """
+    out = np.array(p_in, dtype=np.int64)
+    k = np.maximum(out - 1, 0)
+    idx = np.flatnonzero((out > start) & (s_o - s_o[k] < margin))
+    for _ in range(4):  # most positions are a step or two off: walk down before searching
+        if not idx.size:
+            return out
+        k = out[idx] - 1
+        out[idx] = k  # the test holds at k
+        ok = (k > start[idx]) & (s_o[idx] - s_o[np.maximum(k - 1, 0)] < margin)
+        idx = idx[ok]
+    if idx.size:
+        out[idx] = _search(s_o, idx, start[idx], out[idx], lambda k, a: s_o[idx[a]] - s_o[k] < margin)
+    return out
 
 
 def _search(s_o, idx, lo, hi, test):
