@@ -33,7 +33,7 @@ CHUNK_BYTES = 512 * 2**10
 
 def _blocks(X, chunk_bytes: int):
     """``(a, b, block)``: rows ``a:b`` of ``X`` as float64 (dense: a reused buffer; CSR: the block's
-    values upcast, its indices shared), about ``chunk_bytes`` of float64 values each."""
+    values upcast, its indices sliced), about ``chunk_bytes`` of float64 values each."""
     m, n = X.shape
     if sp.issparse(X):
         per_row = max(1.0, X.nnz / max(m, 1))
@@ -83,14 +83,8 @@ def matvec(X, w, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
 
 
 def rmatvec(X, v, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
-    """``Xᵀ v`` in float64 arithmetic, as a 1-D float64 array (blocks of rows summed in turn).
-
-    Parameters
-    ----------
-    X : ndarray or scipy.sparse CSR matrix of shape (m, n), float64 or float32
-    v : array-like of shape (m,)
-    chunk_bytes : int, default :data:`CHUNK_BYTES`
-    """
+    """``Xᵀ v`` in float64 arithmetic, as a 1-D float64 array (blocks of rows summed in turn); ``v`` has
+    shape (m,), ``X`` and ``chunk_bytes`` are as for :func:`matvec`."""
     v = np.asarray(v, dtype=np.float64).ravel()
     if X.dtype == np.float64:
         return np.asarray(X.T @ v, dtype=np.float64).ravel()
