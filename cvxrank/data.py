@@ -43,21 +43,39 @@ def _reject_complex(values, what: str) -> None:
 _EXACT_INT = 2.0**53
 
 
-def _as_features(X) -> np.ndarray | sp.csr_matrix:
+#: The storage types ``X`` may have (:class:`RankingData`'s ``dtype``); float64 is the default.
+FEATURE_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+def _feature_dtype(dtype) -> np.dtype:
+    """``dtype`` as one of :data:`FEATURE_DTYPES`, or a ValidationError naming them."""
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        dt = None
+    if dt is None or dt not in FEATURE_DTYPES:  # (np.dtype compares equal to None: float64)
+        raise ValidationError(f"dtype must be float64 or float32 (the storage of X), got "
+                              f"{dt.name if dt is not None else repr(dtype)}")
+    return dt
+
+
+def _as_features(X, dtype=np.float64) -> np.ndarray | sp.csr_matrix:
     _reject_complex(X.data if sp.issparse(X) else X, "X")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        values = X.data
-    else:
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"X must be numeric: {exc}") from None
-        if X.ndim != 2:
-            raise ValidationError(
-                f"X must be 2-dimensional (documents x features), got shape {X.shape}"
-            )
-        values = X
+    dtype = np.dtype(dtype)
+    with np.errstate(over="ignore"):  # float64 beyond float32's range: the finiteness check names it below
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=dtype)
+            values = X.data
+        else:
+            try:
+                X = np.asarray(X, dtype=dtype)
+            except (TypeError, ValueError) as exc:
+                raise ValidationError(f"X must be numeric: {exc}") from None
+            if X.ndim != 2:
+                raise ValidationError(
+                    f"X must be 2-dimensional (documents x features), got shape {X.shape}"
+                )
+            values = X
     if not np.all(np.isfinite(values)):
         if sp.issparse(X):  # locate it without densifying X
             coo = X.tocoo()
@@ -65,8 +83,9 @@ def _as_features(X) -> np.ndarray | sp.csr_matrix:
             bad = min(zip(coo.row[bad].tolist(), coo.col[bad].tolist()))
         else:
             bad = np.argwhere(~np.isfinite(X))[0]
+        beyond = " (or beyond float32's range, 3.4e38)" if dtype == np.float32 else ""
         raise ValidationError(
-            f"X has a NaN or infinite value (first at document {bad[0]}, feature {bad[1]})"
+            f"X has a NaN or infinite value{beyond} (first at document {bad[0]}, feature {bad[1]})"
         )
     return X
 
@@ -127,6 +146,14 @@ class RankingData:
     qid : array-like of shape (n_documents,)
         Query id of each document (any hashable values). The documents of a
         query need not be contiguous.
+    dtype : {numpy.float64, numpy.float32}, default numpy.float64
+        Storage of ``X`` (keyword only). float32 halves its memory (a float32
+        ``X`` passed without ``dtype`` still becomes float64). Every float32
+        value is a float64 exactly, and the solvers compute with ``X`` in
+        float64 arithmetic (blocks of rows upcast in turn by the pair-free
+        solver, a float64 copy where CVXPY or the pairs need one), so a
+        float32 data set is solved and certified exactly for the float32
+        values of its features.
 
     Attributes
     ----------
@@ -147,16 +174,20 @@ class RankingData:
     >>> data = RankingData(np.eye(3), [2, 0, 1], qid=[7, 7, 7])
     >>> data
     RankingData(n_documents=3, n_features=3, n_queries=1, grades=[0, 1, 2])
+    >>> RankingData(np.eye(3), [2, 0, 1], qid=[7, 7, 7], dtype=np.float32).subset([0, 1]).X.dtype
+    dtype('float32')
     """
 
     X: np.ndarray | sp.csr_matrix
     y: np.ndarray
     qid: np.ndarray
+    dtype: np.dtype = field(default=np.dtype(np.float64), kw_only=True, repr=False)
     query_ids: np.ndarray = field(init=False, repr=False)
     query_index: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
-        X = _as_features(self.X)
+        dtype = _feature_dtype(self.dtype)
+        X = _as_features(self.X, dtype)
         n = X.shape[0]
         if n == 0:
             raise ValidationError("no documents: X has 0 rows")
@@ -169,6 +200,7 @@ class RankingData:
         except TypeError as exc:
             raise ValidationError(f"qid values must be mutually comparable: {exc}") from None
         object.__setattr__(self, "X", X)
+        object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "y", y)
         object.__setattr__(self, "qid", qid)
         object.__setattr__(self, "query_ids", query_ids)
@@ -210,11 +242,11 @@ class RankingData:
 
     # -- selection -------------------------------------------------------
     def subset(self, documents) -> "RankingData":
-        """Return the data restricted to ``documents`` (indices or a boolean mask)."""
+        """Return the data restricted to ``documents`` (indices or a boolean mask), in the same ``dtype``."""
         idx = np.asarray(documents)
         if idx.dtype == bool:
             idx = np.flatnonzero(idx)
-        return RankingData(self.X[idx], self.y[idx], self.qid[idx])
+        return RankingData(self.X[idx], self.y[idx], self.qid[idx], dtype=self.dtype)
 
     def select_queries(self, query_ids: Sequence) -> "RankingData":
         """Return the documents of the given query ids, in their original order."""
@@ -226,7 +258,8 @@ class RankingData:
 
     # -- constructors ----------------------------------------------------
     @classmethod
-    def from_frame(cls, df, *, label: str, qid: str, features: Sequence[str] | None = None):
+    def from_frame(cls, df, *, label: str, qid: str, features: Sequence[str] | None = None,
+                   dtype=np.float64):
         """Build ranking data from a pandas DataFrame.
 
         Parameters
@@ -240,6 +273,8 @@ class RankingData:
         features : sequence of str, optional
             Feature columns, in order. Default: every column but ``label`` and
             ``qid``.
+        dtype : {numpy.float64, numpy.float32}, default numpy.float64
+            Storage of ``X`` (see :class:`RankingData`).
 
         Examples
         --------
@@ -282,7 +317,10 @@ class RankingData:
         non_numeric = [c for c in features if df[c].dtype.kind not in "biuf"]
         if non_numeric:
             raise ValidationError(f"feature columns must be numeric, these are not: {non_numeric[:10]}")
-        return cls(df[features].to_numpy(dtype=np.float64), df[label].to_numpy(), df[qid].to_numpy())
+        dtype = _feature_dtype(dtype)
+        with np.errstate(over="ignore"):  # beyond float32's range: RankingData names the value
+            X = df[features].to_numpy(dtype=dtype)
+        return cls(X, df[label].to_numpy(), df[qid].to_numpy(), dtype=dtype)
 
 
 #: Numbers as LETOR/SVMlight tools read them (C's strtod): no digit separators, no hexadecimal.
@@ -415,7 +453,7 @@ def _read_together(paths, n_features, read) -> list:
     return out
 
 
-def load_letor(path, n_features: int | None = None, *, dense: bool | None = None):
+def load_letor(path, n_features: int | None = None, *, dense: bool | None = None, dtype=np.float64):
     """Read SVMlight/LETOR files with ``qid:`` fields.
 
     A line reads ``<grade> qid:<id> <index>:<value> ... # comment`` with
@@ -435,6 +473,9 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
     dense : bool, optional
         Return dense ``X``. Default: dense when at least half the entries are
         non-zero (LETOR files usually are), sparse CSR otherwise.
+    dtype : {numpy.float64, numpy.float32}, default numpy.float64
+        Storage of ``X`` (see :class:`RankingData`). The text is read in
+        float64 and each value then rounded to the nearest float32.
 
     Returns
     -------
@@ -453,6 +494,7 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
         raise ValidationError("no file given")
     if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
         raise ValidationError(f"n_features must be a positive integer, got {n_features!r}")
+    dtype = _feature_dtype(dtype)
     sources = [_Source(p) for p in paths]
     scans = [s.scan() for s in sources]
     for p, (size, _, _) in zip(paths, scans):
@@ -487,11 +529,13 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
             raise ValidationError(f"{p}: {X.shape[0]} documents but {q.shape[0]} qid fields")
         as_dense = dense if dense is not None else X.nnz >= 0.5 * X.shape[0] * X.shape[1]
         if as_dense:
-            check_memory(8.0 * X.shape[0] * X.shape[1], f"{p}: a dense X of {X.shape[0]:,} documents x "
+            check_memory(float(dtype.itemsize) * X.shape[0] * X.shape[1], f"{p}: a dense X of {X.shape[0]:,} documents x "
                          f"{X.shape[1]:,} features", "pass dense=False to keep X sparse")
-        X = X.toarray() if as_dense else X.tocsr()
+        with np.errstate(over="ignore"):  # beyond float32's range: RankingData names the value
+            X = X.tocsr().astype(dtype, copy=False)  # before densifying: no dense float64 copy for float32
+        X = X.toarray() if as_dense else X
         try:
-            out.append(RankingData(X, y, q))
+            out.append(RankingData(X, y, q, dtype=dtype))
         except ValidationError as exc:
             raise ValidationError(f"{p}: {exc}") from None
     return out[0] if single else out

@@ -6,7 +6,8 @@ stored with the better document first, so ``z_i = +1`` throughout and the
 pair's difference vector is ``d_i = x_better - x_worse``. The ``ℓ x m``
 incidence matrix ``P`` (``+1`` at the better document, ``-1`` at the worse)
 gives ``D = P X`` without materialising it: ``D w = P (X w)`` and
-``Dᵀ a = Xᵀ (Pᵀ a)``.
+``Dᵀ a = Xᵀ (Pᵀ a)``. Products and differences are computed in float64, also
+when ``X`` is stored in float32 (:mod:`cvxrank._float64`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from cvxrank._float64 import dense_rows, matvec, rmatvec
 from cvxrank._memory import check_difference_matrix
 from cvxrank.data import RankingData, _as_features
 from cvxrank.exceptions import ValidationError
@@ -128,18 +130,17 @@ class PairSet:
     # -- linear maps -----------------------------------------------------
     def margins(self, w) -> np.ndarray:
         """Pair margins ``z_i <w, d_i> = (P X w)_i`` without forming ``D``."""
-        return self.P @ (self.data.X @ np.asarray(w, dtype=np.float64))
+        return self.P @ matvec(self.data.X, w)
 
     def rmatvec(self, a) -> np.ndarray:
         """``Dᵀ a = Xᵀ (Pᵀ a)`` without forming ``D``; ``w = Dᵀ α`` is (16)/SIGIR."""
-        out = self.data.X.T @ (self.P.T @ np.asarray(a, dtype=np.float64))
-        return np.asarray(out).ravel()
+        return rmatvec(self.data.X, self.P.T @ np.asarray(a, dtype=np.float64))
 
     def difference_rows(self, idx) -> np.ndarray:
-        """Dense difference vectors ``d_i`` of the pairs ``idx`` (``len(idx) x n_features``)."""
-        X = self.data.X
-        rows = X[self.better[idx]] - X[self.worse[idx]]
-        return rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+        """Dense difference vectors ``d_i`` of the pairs ``idx`` (``len(idx) x n_features``, float64)."""
+        rows = dense_rows(self.data.X, self.better[idx])
+        rows -= dense_rows(self.data.X, self.worse[idx])
+        return rows
 
     @cached_property
     def difference_norms(self) -> np.ndarray:
@@ -175,7 +176,7 @@ class PairSet:
             formulation and the pair-free solver.
         """
         check_difference_matrix(self)
-        X = self.data.X
+        X = self.data.X.astype(np.float64, copy=False)  # differences of float32 features in float64
         with np.errstate(over="ignore", invalid="ignore"):
             D = (self.P @ X).tocsr() if sp.issparse(X) else X[self.better] - X[self.worse]
         if not np.all(np.isfinite(D.data if sp.issparse(D) else D)):

@@ -93,3 +93,19 @@ def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
     # the solves' peak holds the data the process had after generating it
     assert meta["solves_peak_rss_bytes"] >= meta["rss_after_data_bytes"] > meta["x_bytes"]
     assert main(args[:-2] + ["--floor-methods", "ocas"]) == 2
+
+
+def test_bench_native_floor_with_float32_x_reports_against_the_float64_size(tmp_path, capsys):
+    out = tmp_path / "floor32.json"
+    args = ["bench", "native", "--instances", "floor", "--ohsumed-queries", "3", "--floor-lams", "5",
+            "--floor-methods", "cutting_plane", "--floor-dtype", "float32", "--json", str(out)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "as stored here in float32" in text and "x its own size" in text
+    data = json.loads(out.read_text())
+    row, meta = data["rows"][0], data["meta"][0]
+    assert row["dtype"] == meta["x_dtype"] == "float32" and row["status"] == "optimal"
+    assert meta["x_bytes"] == 2 * meta["x_stored_bytes"]  # ratios are to the float64 size of X
+    assert row["memory_vs_X"] == pytest.approx(row["peak_bytes"] / meta["x_bytes"])
+    with pytest.raises(SystemExit):  # argparse names the two choices
+        main(args[:-2] + ["--floor-dtype", "float16"])

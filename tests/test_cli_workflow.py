@@ -24,6 +24,20 @@ def files(tmp_path_factory):
     return write_letor(d / "train.letor", train), write_letor(d / "test.letor", test), train, test
 
 
+def test_fit_with_float32_features(files, tmp_path, capsys):
+    train_path = files[0]
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    assert "--dtype {float64,float32}" in capsys.readouterr().out
+    model = tmp_path / "m32.json"
+    assert main(["fit", train_path, "--model", str(model), "--solver", "cutting_plane", "--lam", "0.1",
+                 "--dtype", "float32"]) == 0
+    assert "status optimal" in capsys.readouterr().out
+    # what the Python API gives on the float32 data (tests/test_float32.py checks those against Clarabel)
+    ref = cr.estimators.RankSVM(lam=0.1, solver="cutting_plane").fit(cr.load_letor(train_path, dtype=np.float32))
+    np.testing.assert_array_equal(load_model(model).coef_, ref.coef_)
+
+
 def test_fit_predict_evaluate(files, tmp_path, capsys):
     train_path, test_path, train, test = files
     model = tmp_path / "model.json"

@@ -51,6 +51,8 @@ EPILOG = """examples:
   cvxrank bench native --instances squared               # squared hinge: truncated Newton vs Clarabel, LinearSVC
   cvxrank bench native --instances floor                 # solves in floor passes, lambda 0.5..500 (issue 15)
   cvxrank bench native --instances floor --floor-data web --floor-lams 0.5   # the web-sized instance (~2 GB)
+  cvxrank bench native --instances floor --floor-data web --floor-lams 500 --floor-methods cutting_plane \
+      --floor-dtype float32                              # X in float32: peak RSS against the float64 X
 """
 
 INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "floor")
@@ -104,6 +106,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--floor-tol", type=float, default=1e-6, help="floor: relative gap requested (default 1e-6)")
     parser.add_argument("--floor-reference-tol", type=float, metavar="TOL",
                         help="floor: relative gap for planes_only (default --floor-tol; 1e-4 keeps the web run short)")
+    parser.add_argument("--floor-dtype", choices=("float64", "float32"), default="float64",
+                        help="floor: storage of X (default float64); float32 halves it, the solver computes in "
+                             "float64 (memory ratios are then given against the float64 X too)")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -514,8 +519,10 @@ def _squared(args, tau, mu, lam):
 def _floor_pass(X, repeat: int = 5) -> float:
     """Median seconds of one floor pass: ``s = X w``, ``Xᵀ v`` and ``argsort`` of the ``m`` scores (1 BLAS thread).
 
-    Any exact method on the pair-free oracle does at least this per oracle call.
+    Any exact method on the pair-free oracle does at least this per oracle call. The products are the
+    oracle's (:mod:`cvxrank._float64`: float64 arithmetic, blocks of rows upcast when ``X`` is float32).
     """
+    from cvxrank._float64 import matvec, rmatvec
     from cvxrank.native.cutting_plane import blas_threads
 
     rng = np.random.default_rng(0)
@@ -525,9 +532,9 @@ def _floor_pass(X, repeat: int = 5) -> float:
     with blas_threads(1):
         for _ in range(repeat + 1):
             t0 = time.perf_counter()
-            s = np.asarray(X @ w).ravel()
+            s = matvec(X, w)
             np.argsort(s)
-            np.asarray(X.T @ v).ravel()
+            rmatvec(X, v)
             times.append(time.perf_counter() - t0)
     return float(np.median(times[1:]))
 
@@ -562,22 +569,26 @@ def _floor(args, tau, mu):
     from cvxrank.datasets import make_ohsumed_like, make_web_like
     from cvxrank.native import PairFreeOracle, cost_table
 
-    if args.floor_data == "web":
-        data = make_web_like(n_queries=args.web_queries, random_state=args.seed)
-    else:
-        data = make_ohsumed_like(n_queries=args.ohsumed_queries, random_state=args.seed)
+    make = make_web_like if args.floor_data == "web" else make_ohsumed_like
+    queries = args.web_queries if args.floor_data == "web" else args.ohsumed_queries
+    data = make(n_queries=queries, random_state=args.seed, dtype=np.dtype(args.floor_dtype))
     lams = [check_lam(float(x)) for x in split(args.floor_lams) or []]
     methods = split(args.floor_methods) or []
     unknown = [m for m in methods if m not in FLOOR_METHODS]
     if unknown or not methods or not lams:
         raise ValidationError(f"--floor-methods takes {', '.join(FLOOR_METHODS)} (got {methods}); --floor-lams a list")
     costs = cost_table(data, tau, mu)
-    x_bytes = data.X.data.nbytes if hasattr(data.X, "data") and not isinstance(data.X, np.ndarray) else data.X.nbytes
+    values = data.X.data if hasattr(data.X, "indptr") else data.X
+    x_bytes = 8 * values.size  # X in float64: every ratio "x X" is to it, also when X is stored in float32
+    stored = values.nbytes
     fp = _floor_pass(data.X)
     gc.collect()
+    generation_peak = peak_rss()  # read before the reset below, which clears the kernel's mark (ru_maxrss too)
     base_rss = reset_peak_rss()  # from here the peak counts X, the interpreter and the solves, not generation
+    storage = ("" if stored == x_bytes else
+               f" in float64, {_fmt_bytes(stored)} as stored here in {data.X.dtype} (ratios 'x X' are to the float64 size)")
     print(f"\n== floor: {args.floor_data}-like, {data.n_documents:,} documents, {data.n_features} features, "
-          f"{costs.total_pairs:,} pairs, mu {mu or 'none'}; X takes {_fmt_bytes(x_bytes)}; one floor pass "
+          f"{costs.total_pairs:,} pairs, mu {mu or 'none'}; X takes {_fmt_bytes(x_bytes)}{storage}; one floor pass "
           f"(X w, X^T v, argsort of m) = {fp * 1e3:.2f} ms", flush=True)
     head = "".join(f" {'to ' + f'{g:.0e}':>22s}" for g in FLOOR_GAPS)
     print(f"  {'method':14s} {'lambda':>7s} {'time':>8s} {'calls':>6s} {'floor p.':>9s} {'peak mem':>10s} {'x X':>5s}"
@@ -597,8 +608,8 @@ def _floor(args, tau, mu):
                     run = solver(oracle, lam, tol=tol)
                 del oracle
             gaps = _at_gaps(run.history, fp)
-            row = {"instance": "floor", "data": args.floor_data, "method": method, "lam": lam,
-                   "C": 1.0 / (2.0 * lam), "seconds": run.solve_time, "oracle_calls": run.oracle_calls,
+            row = {"instance": "floor", "data": args.floor_data, "dtype": str(data.X.dtype), "method": method,
+                   "lam": lam, "C": 1.0 / (2.0 * lam), "seconds": run.solve_time, "oracle_calls": run.oracle_calls,
                    "floor_passes": run.solve_time / fp, "floor_pass_seconds": fp, "peak_bytes": int(meas.peak_bytes),
                    "memory_vs_X": meas.peak_bytes / x_bytes, "relative_gap": run.relative_gap, "status": run.status,
                    "objective": run.objective, "lower_bound": run.lower_bound, "at_gap": gaps}
@@ -611,16 +622,19 @@ def _floor(args, tau, mu):
             gc.collect()
     print("  floor p.: solve time / one floor pass of this process; peak mem: RSS increase during oracle set-up and "
           "solve (X excluded)")
-    peak, solves_peak = _max_rss(), peak_rss()
+    solves_peak = peak_rss()
+    peak = max(generation_peak, solves_peak)
+    of = "" if stored == x_bytes else f" (X in {data.X.dtype}: {solves_peak / stored:.2f} x its own size)"
     print(f"  process RSS after generating the data: {_fmt_bytes(base_rss)} = {base_rss / x_bytes:.2f} x X; peak RSS "
           f"during the solves (X, the interpreter and the data included): {_fmt_bytes(solves_peak)} = "
-          f"{solves_peak / x_bytes:.2f} x X")
-    if peak:
-        print(f"  process peak RSS (data generation included): {_fmt_bytes(peak)} = {peak / x_bytes:.2f} x X")
+          f"{solves_peak / x_bytes:.2f} x X{of}; X = {_fmt_bytes(x_bytes)}, its float64 size")
+    print(f"  process peak RSS while generating the data: {_fmt_bytes(generation_peak)} = "
+          f"{generation_peak / x_bytes:.2f} x X")
     meta = {"instance": "floor", "data": args.floor_data, "n_documents": data.n_documents,
             "n_features": data.n_features, "n_pairs": costs.total_pairs, "x_bytes": x_bytes,
+            "x_dtype": str(data.X.dtype), "x_stored_bytes": stored,
             "floor_pass_seconds": fp, "process_peak_rss_bytes": peak, "rss_after_data_bytes": base_rss,
-            "solves_peak_rss_bytes": solves_peak}
+            "generation_peak_rss_bytes": generation_peak, "solves_peak_rss_bytes": solves_peak}
     return rows, meta
 
 

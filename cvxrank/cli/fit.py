@@ -20,6 +20,7 @@ EPILOG = """examples:
   cvxrank fit train.letor --model m.json --method cs-ranksvm --tau 2-1=1,2-0=1,1-0=0.1
   cvxrank fit train.letor --model m.json --method cs-rglist --pcf 2 --C 10
   cvxrank fit train.letor --model m.json --solver osqp --formulation dual --tol 1e-4
+  cvxrank fit big.letor --model m.json --solver cutting_plane --dtype float32   # X in float32: half the memory
 """
 
 
@@ -29,6 +30,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--method", default="ranksvm",
                         help="ranksvm (default), cs-ranksvm, rsvm-ir-rank, rsvm-ir-query, rsvm-ir-qp, rsvm-ir-gd, "
                              "listmle, cs-rglist")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                        help="storage of the features (default float64); float32 halves it, the solvers still "
+                             "compute in float64 and certify the solution for the float32 values")
     add_ranker_arguments(parser)
 
 
@@ -89,7 +93,7 @@ def run(args) -> int:
 
     check_outputs([args.model], [args.train])  # before the (maybe long) fit, not after
     model = make_ranker(args.method, **ranker_params(args))
-    data = load_letor(args.train)
+    data = load_letor(args.train, dtype=np.dtype(args.dtype))
     # The training NDCG is reported after the fit: grades it cannot score (2**y overflowing) fail
     # here, before a solve that may take minutes or fail on the same data less clearly.
     ndcg_score(data.y, np.zeros(data.n_documents), data.qid, k=model.score_k)

@@ -147,7 +147,7 @@ def build_lifted_primal(problem, C=None, *, costs: str = "scale") -> Formulation
     margin = pairs.P @ s + xi >= required
     problem = cp.Problem(
         cp.Minimize(0.5 * cp.sum_squares(w) + l1 + term),
-        [margin, xi >= 0, s == pairs.data.X @ w, *constraints, *bounds, *users],
+        [margin, xi >= 0, s == pairs.data.X.astype(np.float64, copy=False) @ w, *constraints, *bounds, *users],
     )
     return Formulation(
         "lifted", problem, {"w": w, "s": s, "xi": xi, **extra}, params, pairs,

@@ -75,6 +75,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 
+from cvxrank._float64 import dense_rows
 from cvxrank._groups import group_offsets, query_codes
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
@@ -334,7 +335,7 @@ def listwise_layout(data: RankingData, pcf=None) -> ListwiseLayout:
     codes = codes[keep]
     counts = counts[counts >= 2]
     y = data.y[order]
-    X = data.X[order]
+    X = data.X[order].astype(np.float64, copy=False)  # a copy already: float32 features become float64 here
     weights = cs_rglist_weights(y, codes, pcf)
     return ListwiseLayout(X, order, y, codes, group_offsets(counts), weights, data.n_queries, pcf,
                           _buckets(counts))
@@ -391,11 +392,6 @@ def _pieces(layout: ListwiseLayout, w: np.ndarray, *, derivatives: bool) -> _Pie
 
 
 # -- Hessian -----------------------------------------------------------------
-def _dense_rows(X, rows: np.ndarray) -> np.ndarray:
-    block = X[rows]
-    return block.toarray() if sp.issparse(block) else np.asarray(block)
-
-
 def _suffix_means(xp: np.ndarray, log_z: np.ndarray, pi: np.ndarray, one_minus_pi: np.ndarray,
                   robust: bool) -> np.ndarray:
     """``μ_j = Σ_{k≥j} p^{(j)}_k x_k`` on a padded ``(q, L, n)`` block.
@@ -440,7 +436,7 @@ def _hessian(layout: ListwiseLayout, pieces: _Pieces, *, robust: bool | None = N
             rows = b.rows[r0:r1]
             slots = b.slots[r0:r1] - q0 * L
             sizes = np.diff(b.starts[q0:q1 + 1])
-            x = _dense_rows(layout.X, rows)
+            x = dense_rows(layout.X, rows)
             # centring each list on its mean changes no covariance and keeps the sums small
             x -= np.repeat(np.add.reduceat(x, b.starts[q0:q1] - r0, axis=0) / sizes[:, None], sizes, axis=0)
             lz = np.full(nq * L, -np.inf)

@@ -355,6 +355,9 @@ def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, to
     Parameters
     ----------
     data : RankingData
+        ``X`` in float64 or float32 (``RankingData(..., dtype=np.float32)``: half the
+        memory, not copied; products with it are computed in float64, so the
+        certificate is exact for its float32 values).
     tau : mapping or DataFrame, optional
         ``{(higher grade, lower grade): value}`` as for
         :func:`cvxrank.costs.pair_weights` (a value of 0 drops that grade pair).

@@ -41,8 +41,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
+from cvxrank._float64 import dense_rows
 from cvxrank.native.band import band_pairs
 from cvxrank.native.oracle import below_bound
 
@@ -77,9 +77,8 @@ def _evaluate(oracle, lam, w, delta, budget=None):
     v[order] = v_o
     del v_o, s_o
     ib, iw, c = band_pairs(oracle, order, p_out, p_in)
-    X = oracle.X
-    D = X[ib] - X[iw]
-    D = D.toarray() if sp.issparse(D) else D
+    D = dense_rows(oracle.X, ib)  # float64 rows before the subtraction (X may be float32)
+    D -= dense_rows(oracle.X, iw)
     m = s[ib] - s[iw]
     one_minus = 1.0 - m  # > 0: every band pair has m < 1
     ww = lam * float(w @ w)

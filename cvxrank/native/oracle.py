@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from cvxrank._float64 import matvec, rmatvec
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.costs import CostTable, cost_table, grade_counts
@@ -117,6 +118,10 @@ class PairFreeOracle:
     Parameters
     ----------
     X : ndarray or scipy.sparse matrix of shape (n_documents, n_features)
+        Kept as it is when float64 or float32 (CSR for sparse), else converted to
+        float64. A float32 ``X`` is not copied: every product with it is computed in
+        float64 arithmetic, a block of rows upcast at a time (:mod:`cvxrank._float64`),
+        so losses, subgradients and certificates are exact for its float32 values.
     query_codes : array-like of int, shape (n_documents,)
         Query of each document, as codes ``0 .. n_queries - 1``.
     grade_codes : array-like of int, shape (n_documents,)
@@ -142,7 +147,7 @@ class PairFreeOracle:
     newton_phase = True
 
     def __init__(self, X, query_codes, grade_codes, values, *, grades=None, query_ids=None):
-        X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+        X = _stored(X)
         if X.ndim != 2:
             raise ValidationError(f"X must be 2-dimensional, got shape {X.shape}")
         m = X.shape[0]
@@ -210,11 +215,11 @@ class PairFreeOracle:
 
     # -- evaluation ------------------------------------------------------
     def scores(self, w) -> np.ndarray:
-        """``s = X w``."""
+        """``s = X w`` (float64 arithmetic, also for a float32 ``X``)."""
         w = np.asarray(w, dtype=np.float64).ravel()
         if w.shape != (self.n_features,):
             raise ValidationError(f"w must have {self.n_features} entries, got {w.shape[0]}")
-        return np.asarray(self.X @ w, dtype=np.float64).ravel()
+        return matvec(self.X, w)
 
     def __call__(self, w, *, counts: bool = True, score_gradient: bool = False) -> OracleResult:
         """Loss, subgradient ``Xᵀ v`` and (``counts=True``) violation counts at ``w``."""
@@ -225,8 +230,8 @@ class PairFreeOracle:
                             r.rounding, r.grades, r.query_ids)
 
     def gradient(self, v) -> np.ndarray:
-        """``Xᵀ v``: the subgradient of the loss from a score gradient ``v``."""
-        return np.asarray(self.X.T @ np.asarray(v, dtype=np.float64), dtype=np.float64).ravel()
+        """``Xᵀ v``: the subgradient of the loss from a score gradient ``v`` (float64 arithmetic)."""
+        return rmatvec(self.X, v)
 
     def evaluate_scores(self, s, *, counts: bool = True, order=None) -> OracleResult:
         """Loss, ``v`` and counts for a score vector ``s`` (``gradient`` is None).
@@ -371,6 +376,15 @@ class PairFreeOracle:
             mg = np.broadcast_to(margin, (m,))[idx]
             p_hi[idx] = _search(s_o, idx, idx + 1, end[idx].copy(), lambda k, a: ~(s_o[k] - s_o[idx[a]] < mg[a]))
         return p_lo, p_hi
+
+
+def _stored(X):
+    """``X`` as the oracle keeps it: CSR or dense, float32 and float64 as they are, anything else float64."""
+    if sp.issparse(X):
+        X = X.tocsr()
+        return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
+    X = np.asarray(X)
+    return X if X.dtype == np.float32 else np.asarray(X, dtype=np.float64)
 
 
 def below_bound(s_o, start, p_in, margin=1.0):
