@@ -319,20 +319,27 @@ def _print_targets(name, rows, meta):
 
 
 def _time_oracle(data, repeat, rng):
-    """Median seconds of one oracle call (loss and ``Xᵀv``, no counts) at a random ``w``, 1 BLAS thread."""
+    """Median seconds of one oracle call (loss and ``Xᵀv``, no counts) at a random ``w``, 1 BLAS thread:
+    ``(from scratch, after a nearby point, pairs)``. From scratch the oracle sorts the scores anew; after
+    a call at a point 1 % away it re-sorts from that call's order, as in a solve."""
     from cvxrank.native import PairFreeOracle, cost_table
     from cvxrank.native.cutting_plane import blas_threads
 
     oracle = PairFreeOracle.from_data(data, cost_table(data))
     w = rng.standard_normal(data.n_features) / np.sqrt(data.n_features)
-    times = []
+    fresh, near = [], []
     with blas_threads(1):  # as in the solver
         oracle(w, counts=False)
         for _ in range(repeat):
+            oracle.reset_order()
             t0 = time.perf_counter()
             oracle(w, counts=False)
-            times.append(time.perf_counter() - t0)
-    return float(np.median(times)), oracle.n_pairs
+            fresh.append(time.perf_counter() - t0)
+            w_near = w + 0.01 * np.linalg.norm(w) * rng.standard_normal(w.shape[0]) / np.sqrt(w.shape[0])
+            t0 = time.perf_counter()
+            oracle(w_near, counts=False)
+            near.append(time.perf_counter() - t0)
+    return float(np.median(fresh)), float(np.median(near)), oracle.n_pairs
 
 
 def _scaling(args):
@@ -342,16 +349,18 @@ def _scaling(args):
     if len(sizes) < 2:
         raise ValidationError("--scaling-queries needs at least two sizes (four or more for a meaningful fit)")
     print(f"\n== oracle scaling in m: web-like data, {args.scaling_features} features, ~100 documents per query; "
-          f"median of {args.repeat} calls (loss and subgradient X^T v, no counts; 1 BLAS thread)", flush=True)
+          f"median of {args.repeat} calls (loss and subgradient X^T v, no counts; 1 BLAS thread), each sorting "
+          f"from scratch", flush=True)
     rows = []
     rng = np.random.default_rng(args.seed)
     for q in sizes:
         data = make_web_like(n_queries=q, n_features=args.scaling_features, random_state=args.seed)
-        t, n_pairs = _time_oracle(data, args.repeat, rng)
+        t, t_near, n_pairs = _time_oracle(data, args.repeat, rng)
         rows.append({"instance": "scaling", "series": "documents", "n_queries": q, "n_documents": data.n_documents,
-                     "n_pairs": n_pairs, "seconds_per_call": t})
+                     "n_pairs": n_pairs, "seconds_per_call": t, "seconds_per_call_near": t_near})
         print(f"  m = {data.n_documents:>9,} documents  {n_pairs:>12,} pairs  {t * 1e3:9.2f} ms per call"
-              f"  ({t / data.n_documents * 1e9:6.1f} ns per document)", flush=True)
+              f"  ({t / data.n_documents * 1e9:6.1f} ns per document); after a point 1 % away {t_near * 1e3:9.2f} ms",
+              flush=True)
         del data
         gc.collect()
     slope = float(np.polyfit(np.log([r["n_documents"] for r in rows]), np.log([r["seconds_per_call"] for r in rows]),
@@ -367,7 +376,7 @@ def _scaling(args):
             q = max(1, args.scaling_documents // length)
             data = make_ranking(q, length, args.scaling_features, noise=np.sqrt(args.scaling_features),
                                 proportions=(0.52, 0.32, 0.13, 0.02, 0.01), random_state=args.seed)
-            t, n_pairs = _time_oracle(data, args.repeat, rng)
+            t, _, n_pairs = _time_oracle(data, args.repeat, rng)
             series.append({"instance": "scaling", "series": "query_length", "query_length": length,
                            "n_documents": data.n_documents, "n_pairs": n_pairs, "seconds_per_call": t})
             print(f"  {length:>5} documents per query  {n_pairs:>13,} pairs  {t * 1e3:9.2f} ms per call", flush=True)

@@ -221,6 +221,10 @@ class PairFreeOracle:
             raise ValidationError(f"w must have {self.n_features} entries, got {w.shape[0]}")
         return matvec(self.X, w)
 
+    def reset_order(self) -> None:
+        """Forget the last order, so the next call sorts from scratch (:meth:`_order`); for timing."""
+        self._prev_order = None
+
     def __call__(self, w, *, counts: bool = True, score_gradient: bool = False) -> OracleResult:
         """Loss, subgradient ``Xᵀ v`` and (``counts=True``) violation counts at ``w``."""
         r = self.evaluate_scores(self.scores(w), counts=counts)
