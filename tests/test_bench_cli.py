@@ -95,6 +95,26 @@ def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
     assert main(args[:-2] + ["--floor-methods", "ocas"]) == 2
 
 
+def test_bench_native_floor_puts_linearsvc_and_clarabel_in_floor_passes(tmp_path, capsys):
+    """The references run once each; their w is scored against the pair-free run's certified bound, and their
+    time is entered at exactly the gaps that w reaches."""
+    out = tmp_path / "floor_refs.json"
+    args = ["bench", "native", "--instances", "floor", "--ohsumed-queries", "1", "--floor-lams", "5",
+            "--floor-methods", "cutting_plane,linearsvc,clarabel", "--json", str(out)]
+    assert main(args) == 0
+    assert "an upper bound" in capsys.readouterr().out
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["method"] for r in rows] == ["cutting_plane", "linearsvc", "clarabel"]
+    for r in rows[1:]:
+        lower = r["scored_against"]  # the pair-free certified bound, or Clarabel's own where better
+        assert lower >= rows[0]["lower_bound"] and r["objective"] >= lower * (1 - 1e-12)
+        assert r["relative_gap"] == pytest.approx((r["objective"] - lower) / r["objective"], abs=1e-15)
+        for key, cell in r["at_gap"].items():
+            assert (cell is not None) == (r["relative_gap"] <= float(key))
+            if cell is not None:
+                assert cell["floor_passes"] == pytest.approx(r["seconds"] / r["floor_pass_seconds"])
+
+
 def test_bench_native_floor_with_float32_x_reports_against_the_float64_size(tmp_path, capsys):
     out = tmp_path / "floor32.json"
     args = ["bench", "native", "--instances", "floor", "--ohsumed-queries", "3", "--floor-lams", "5",

@@ -51,6 +51,7 @@ EPILOG = """examples:
   cvxrank bench native --instances squared               # squared hinge: truncated Newton vs Clarabel, LinearSVC
   cvxrank bench native --instances floor                 # solves in floor passes, lambda 0.5..500 (issue 15)
   cvxrank bench native --instances floor --floor-data web --floor-lams 0.5   # the web-sized instance (~2 GB)
+  cvxrank bench native --instances floor --floor-methods cutting_plane,linearsvc,clarabel   # references, in floor passes
   cvxrank bench native --instances floor --floor-data web --floor-lams 500 --floor-methods cutting_plane \
       --floor-dtype float32                              # X in float32: peak RSS against the float64 X
 """
@@ -59,7 +60,7 @@ INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "floor")
 REFERENCES = ("linearsvc", "clarabel")
 #: Pair-free methods the floor instance compares (issue 15): the default, and its cutting planes alone
 #: (newton_gap=None, the method before issue 15).
-FLOOR_METHODS = ("cutting_plane", "planes_only")
+FLOOR_METHODS = ("cutting_plane", "planes_only", "linearsvc", "clarabel")
 FLOOR_GAPS = (1e-2, 1e-4, 1e-6)
 #: Targets of issue 5 (ratios to the reference, measured in one run).
 TARGETS = {"ohsumed": {"gap": 1e-6, "time_vs_linearsvc": 0.1, "time_vs_clarabel": 0.05,
@@ -101,8 +102,9 @@ def add_arguments(parser) -> None:
                         help="floor: generated data (default ohsumed: 600k pairs, 45 features)")
     parser.add_argument("--floor-lams", default="0.5,5,50,500", metavar="L1,L2,...",
                         help="floor: values of lambda (default 0.5,5,50,500, i.e. C = 1 .. 0.001 per pair)")
-    parser.add_argument("--floor-methods", default=",".join(FLOOR_METHODS), metavar="M1,M2",
-                        help=f"floor: pair-free methods to run (any of {','.join(FLOOR_METHODS)})")
+    parser.add_argument("--floor-methods", default="cutting_plane,planes_only", metavar="M1,M2",
+                        help=f"floor: methods to run (any of {','.join(FLOOR_METHODS)}; default the two pair-free "
+                             "ones; linearsvc and clarabel run where their pairs fit the memory budget)")
     parser.add_argument("--floor-tol", type=float, default=1e-6, help="floor: relative gap requested (default 1e-6)")
     parser.add_argument("--floor-reference-tol", type=float, metavar="TOL",
                         help="floor: relative gap for planes_only (default --floor-tol; 1e-4 keeps the web run short)")
@@ -556,6 +558,49 @@ def _floor_solver(method):
     return cutting_plane if method == "cutting_plane" else functools.partial(cutting_plane, newton_gap=None)
 
 
+def _floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows):
+    """LinearSVC on pair differences or Clarabel on the lifted QP at ``lam``, in floor passes, where it fits.
+
+    Neither reports a certified gap along the way: each runs once to its own default accuracy, and its
+    final ``w`` is scored by the oracle against the best certified lower bound of this ``lam`` so far
+    (run a pair-free method first), or Clarabel's own certified bound where that is better. Its time is then entered at every gap that ``w`` reaches: an upper
+    bound on its time to that gap.
+    """
+    from cvxrank._memory import fits_memory
+    from cvxrank.native import PairFreeOracle
+
+    runner = {"linearsvc": _run_linearsvc, "clarabel": _run_clarabel}[method]
+    need = costs.total_pairs * data.n_features * 8
+    row = {"instance": "floor", "data": args.floor_data, "dtype": str(data.X.dtype), "method": method, "lam": lam,
+           "C": 1.0 / (2.0 * lam)}
+    if not fits_memory(3 * need):
+        row["skipped"] = (f"its pair differences alone take {costs.total_pairs:,} pairs x {data.n_features} features "
+                          f"x 8 B = {_fmt_bytes(need)}")
+        print(f"  {method:14s} {lam:7g}  skipped: {row['skipped']}", flush=True)
+        return row
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Measure(args.memory) as meas:
+            w, _, info = runner(data, tau, mu, lam)
+    oracle = PairFreeOracle.from_data(data, costs)
+    F = lam * float(w @ w) + oracle(w, counts=False).loss
+    lowers = [r["lower_bound"] for r in rows if r.get("lam") == lam and "lower_bound" in r]
+    lower = max(lowers + [info.get("lower_bound", -np.inf)])
+    rel = (F - lower) / F
+    gaps = {f"{g:.0e}": ({"seconds": meas.seconds, "oracle_calls": None, "floor_passes": meas.seconds / fp}
+                         if rel <= g else None) for g in FLOOR_GAPS}
+    row.update({"seconds": meas.seconds, "oracle_calls": None, "floor_passes": meas.seconds / fp,
+                "floor_pass_seconds": fp, "peak_bytes": int(meas.peak_bytes), "memory_vs_X": meas.peak_bytes / x_bytes,
+                "relative_gap": rel, "status": info["status"], "objective": F, "scored_against": lower,
+                "at_gap": gaps})
+    cells = "".join(f" {'-':>22s}" if gaps[k] is None else
+                    f" {gaps[k]['seconds']:7.2f} {'-':>5s} {gaps[k]['floor_passes']:8.1f}" for k in gaps)
+    print(f"  {method:14s} {lam:7g} {meas.seconds:7.2f}s {'-':>6s} {row['floor_passes']:9.1f} "
+          f"{_fmt_bytes(meas.peak_bytes):>10s} {row['memory_vs_X']:5.2f}{cells}  {info['status']} (gap {rel:.1e})",
+          flush=True)
+    return row
+
+
 def _at_gaps(history, floor_pass):
     """Time, oracle calls and floor passes at which the run's certified gap first reached each of FLOOR_GAPS."""
     out = {}
@@ -607,6 +652,9 @@ def _floor(args, tau, mu):
     rows = []
     for lam in lams:
         for method in methods:
+            if method in REFERENCES:
+                rows.append(_floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows))
+                continue
             solver = _floor_solver(method)
             tol = args.floor_tol if method == "cutting_plane" or args.floor_reference_tol is None \
                 else args.floor_reference_tol
@@ -631,6 +679,9 @@ def _floor(args, tau, mu):
             gc.collect()
     print("  floor p.: solve time / one floor pass of this process; peak mem: RSS increase during oracle set-up and "
           "solve (X excluded)")
+    if any(m in REFERENCES for m in methods):
+        print("  linearsvc / clarabel: one run to their own default accuracy, its w scored against the best certified "
+              "lower bound of that lambda; its time is entered at every gap that w reaches (an upper bound)")
     solves_peak = peak_rss()
     peak = max(generation_peak, solves_peak)
     of = "" if stored == x_bytes else f" (X in {data.X.dtype}: {solves_peak / stored:.2f} x its own size)"
