@@ -382,7 +382,7 @@ def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, to
         Passed to :func:`cutting_plane` (``rho``, ``prune_after``, ``threads``: BLAS threads, ...),
         plus ``n_shards`` with ``client`` and ``oracle_threads`` without: the
         ``threads`` of :class:`~cvxrank.native.oracle.PairFreeOracle` (the threads of
-        its sort, boundary search and sums over shards of whole queries; None,
+        its sort, boundary search, sums and ``X w`` over shards of whole queries; None,
         the default, is automatic).
 
     Returns
