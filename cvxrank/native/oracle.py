@@ -44,8 +44,8 @@ multiples of 256 rows, so every score is bit-equal to ``X @ w``): 67 -> 35 ms on
 1,000,103 x 136. ``Xᵀ v`` by row blocks gained nothing and stays on one thread.
 Measured (``cvxrank bench native``, 2 cores): a call on 1,000,103 documents 350
 -> 232 ms from scratch, 323 -> 209 ms after a nearby point; the web-sized solve
-to 1e-6 5.4 -> 3.9 s, the same 13 calls, peak RSS 1.28x X either way; even at
-64k documents (about even there), ahead from 126k (:data:`AUTO_THREADS_MIN`). Not to be
+to 1e-6 5.4 -> 3.9 s, the same 13 calls, peak RSS 1.28x X either way; about
+even at 64k documents, ahead from 126k (:data:`AUTO_THREADS_MIN`). Not to be
 confused with ``threads`` of :func:`~cvxrank.native.cutting_plane.cutting_plane`,
 the BLAS threads.
 """
