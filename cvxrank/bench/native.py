@@ -54,6 +54,7 @@ EPILOG = """examples:
   cvxrank bench native --instances floor --floor-methods cutting_plane,linearsvc,clarabel   # references, in floor passes
   cvxrank bench native --instances floor --floor-data web --floor-lams 500 --floor-methods cutting_plane \
       --floor-dtype float32                              # X in float32: peak RSS against the float64 X
+  cvxrank bench native --instances scaling --oracle-threads 1,2   # the oracle in 1 and 2 threads side by side
 """
 
 INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "floor")
@@ -111,6 +112,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--floor-dtype", choices=("float64", "float32"), default="float64",
                         help="floor: storage of X (default float64); float32 halves it, the solver computes in "
                              "float64 (memory ratios are then given against the float64 X too)")
+    parser.add_argument("--oracle-threads", default="auto", metavar="T1,T2",
+                        help="scaling and floor: threads of the oracle's sort, search and sums (PairFreeOracle "
+                             "threads; 'auto' = its default); several values are measured side by side in this "
+                             "process (default auto). BLAS stays at 1 thread")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -320,49 +325,88 @@ def _print_targets(name, rows, meta):
     meta["targets"] = [{"target": label, "passed": bool(ok), "measured": value} for label, ok, value in checks]
 
 
-def _time_oracle(data, repeat, rng):
+def oracle_threads(text: str) -> list:
+    """``--oracle-threads``: a list of positive ints, ``auto`` (None) allowed."""
+    values = []
+    for x in split(text) or []:
+        if x == "auto":
+            values.append(None)
+        elif x.isdigit() and int(x) > 0:
+            values.append(int(x))
+        else:
+            raise ValidationError(f"--oracle-threads takes positive ints or 'auto', got {x!r}")
+    if not values:
+        raise ValidationError("--oracle-threads needs at least one value")
+    return values
+
+
+def _threads_label(threads) -> str:
+    return "auto" if threads is None else str(threads)
+
+
+def _time_oracle(data, repeat, rng, threads=(None,)):
     """Median seconds of one oracle call (loss and ``Xᵀv``, no counts) at a random ``w``, 1 BLAS thread:
-    ``(from scratch, after a nearby point, pairs)``. From scratch the oracle sorts the scores anew; after
-    a call at a point 1 % away it re-sorts from that call's order, as in a solve."""
+    ``({threads: (from scratch, after a nearby point)}, pairs)``, one oracle per value of ``threads``
+    (``PairFreeOracle(threads=)``), their calls interleaved at the same points. From scratch the oracle
+    sorts the scores anew; after a call at a point 1 % away it re-sorts from that call's order, as in a solve."""
     from cvxrank.native import PairFreeOracle, cost_table
     from cvxrank.native.cutting_plane import blas_threads
 
-    oracle = PairFreeOracle.from_data(data, cost_table(data))
+    costs = cost_table(data)
+    oracles = {t: PairFreeOracle.from_data(data, costs, threads=t) for t in threads}
     w = rng.standard_normal(data.n_features) / np.sqrt(data.n_features)
-    fresh, near = [], []
+    fresh = {t: [] for t in threads}
+    near = {t: [] for t in threads}
     with blas_threads(1):  # as in the solver
-        oracle(w, counts=False)
-        for _ in range(repeat):
-            oracle.reset_order()
-            t0 = time.perf_counter()
+        for oracle in oracles.values():
             oracle(w, counts=False)
-            fresh.append(time.perf_counter() - t0)
+        for _ in range(repeat):
             w_near = w + 0.01 * np.linalg.norm(w) * rng.standard_normal(w.shape[0]) / np.sqrt(w.shape[0])
-            t0 = time.perf_counter()
-            oracle(w_near, counts=False)
-            near.append(time.perf_counter() - t0)
-    return float(np.median(fresh)), float(np.median(near)), oracle.n_pairs
+            for t, oracle in oracles.items():
+                oracle.reset_order()
+                t0 = time.perf_counter()
+                oracle(w, counts=False)
+                fresh[t].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                oracle(w_near, counts=False)
+                near[t].append(time.perf_counter() - t0)
+    times = {t: (float(np.median(fresh[t])), float(np.median(near[t]))) for t in threads}
+    return times, next(iter(oracles.values())).n_pairs
+
+
+def _others(times, threads) -> str:
+    """`` | threads 2: 310.2 / 250.1 ms`` for every thread count after the first."""
+    return "".join(f" | threads {_threads_label(t)}: {times[t][0] * 1e3:.2f} / {times[t][1] * 1e3:.2f} ms"
+                   for t in threads[1:])
+
+
+def _per_threads(times) -> dict:
+    return {_threads_label(t): {"seconds_per_call": a, "seconds_per_call_near": b} for t, (a, b) in times.items()}
 
 
 def _scaling(args):
     from cvxrank.datasets import make_ranking, make_web_like
 
     sizes = positive_ints(args.scaling_queries, "--scaling-queries")
+    threads = oracle_threads(args.oracle_threads)
     if len(sizes) < 2:
         raise ValidationError("--scaling-queries needs at least two sizes (four or more for a meaningful fit)")
     print(f"\n== oracle scaling in m: web-like data, {args.scaling_features} features, ~100 documents per query; "
           f"median of {args.repeat} calls (loss and subgradient X^T v, no counts; 1 BLAS thread), each sorting "
-          f"from scratch", flush=True)
+          f"from scratch; oracle threads {','.join(map(_threads_label, threads))} (figures for the first, "
+          "then 'from scratch / after a point 1 % away' for the others)", flush=True)
     rows = []
     rng = np.random.default_rng(args.seed)
     for q in sizes:
         data = make_web_like(n_queries=q, n_features=args.scaling_features, random_state=args.seed)
-        t, t_near, n_pairs = _time_oracle(data, args.repeat, rng)
+        times, n_pairs = _time_oracle(data, args.repeat, rng, threads)
+        t, t_near = times[threads[0]]
         rows.append({"instance": "scaling", "series": "documents", "n_queries": q, "n_documents": data.n_documents,
-                     "n_pairs": n_pairs, "seconds_per_call": t, "seconds_per_call_near": t_near})
+                     "n_pairs": n_pairs, "seconds_per_call": t, "seconds_per_call_near": t_near,
+                     "oracle_threads": _per_threads(times)})
         print(f"  m = {data.n_documents:>9,} documents  {n_pairs:>12,} pairs  {t * 1e3:9.2f} ms per call"
-              f"  ({t / data.n_documents * 1e9:6.1f} ns per document); after a point 1 % away {t_near * 1e3:9.2f} ms",
-              flush=True)
+              f"  ({t / data.n_documents * 1e9:6.1f} ns per document); after a point 1 % away {t_near * 1e3:9.2f} ms"
+              f"{_others(times, threads)}", flush=True)
         del data
         gc.collect()
     slope = float(np.polyfit(np.log([r["n_documents"] for r in rows]), np.log([r["seconds_per_call"] for r in rows]),
@@ -378,10 +422,13 @@ def _scaling(args):
             q = max(1, args.scaling_documents // length)
             data = make_ranking(q, length, args.scaling_features, noise=np.sqrt(args.scaling_features),
                                 proportions=(0.52, 0.32, 0.13, 0.02, 0.01), random_state=args.seed)
-            t, _, n_pairs = _time_oracle(data, args.repeat, rng)
+            times, n_pairs = _time_oracle(data, args.repeat, rng, threads)
+            t = times[threads[0]][0]
             series.append({"instance": "scaling", "series": "query_length", "query_length": length,
-                           "n_documents": data.n_documents, "n_pairs": n_pairs, "seconds_per_call": t})
-            print(f"  {length:>5} documents per query  {n_pairs:>13,} pairs  {t * 1e3:9.2f} ms per call", flush=True)
+                           "n_documents": data.n_documents, "n_pairs": n_pairs, "seconds_per_call": t,
+                           "oracle_threads": _per_threads(times)})
+            print(f"  {length:>5} documents per query  {n_pairs:>13,} pairs  {t * 1e3:9.2f} ms per call"
+                  f"{_others(times, threads)}", flush=True)
             del data
             gc.collect()
         pair_slope = float(np.polyfit(np.log([r["n_pairs"] for r in series]),
@@ -563,8 +610,8 @@ def _floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows)
 
     Neither reports a certified gap along the way: each runs once to its own default accuracy, and its
     final ``w`` is scored by the oracle against the best certified lower bound of this ``lam`` so far
-    (run a pair-free method first), or Clarabel's own certified bound where that is better. Its time is then entered at every gap that ``w`` reaches: an upper
-    bound on its time to that gap.
+    (run a pair-free method first), or Clarabel's own certified bound where that is better. Its time is
+    then entered at every gap that ``w`` reaches: an upper bound on its time to that gap.
     """
     from cvxrank._memory import fits_memory
     from cvxrank.native import PairFreeOracle
@@ -576,7 +623,7 @@ def _floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows)
     if not fits_memory(3 * need):
         row["skipped"] = (f"its pair differences alone take {costs.total_pairs:,} pairs x {data.n_features} features "
                           f"x 8 B = {_fmt_bytes(need)}")
-        print(f"  {method:14s} {lam:7g}  skipped: {row['skipped']}", flush=True)
+        print(f"  {method:14s} {'-':>4s} {lam:7g}  skipped: {row['skipped']}", flush=True)
         return row
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -595,7 +642,7 @@ def _floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows)
                 "at_gap": gaps})
     cells = "".join(f" {'-':>22s}" if gaps[k] is None else
                     f" {gaps[k]['seconds']:7.2f} {'-':>5s} {gaps[k]['floor_passes']:8.1f}" for k in gaps)
-    print(f"  {method:14s} {lam:7g} {meas.seconds:7.2f}s {'-':>6s} {row['floor_passes']:9.1f} "
+    print(f"  {method:14s} {'-':>4s} {lam:7g} {meas.seconds:7.2f}s {'-':>6s} {row['floor_passes']:9.1f} "
           f"{_fmt_bytes(meas.peak_bytes):>10s} {row['memory_vs_X']:5.2f}{cells}  {info['status']} (gap {rel:.1e})",
           flush=True)
     return row
@@ -628,6 +675,7 @@ def _floor(args, tau, mu):
     data = make(n_queries=queries, random_state=args.seed, dtype=np.dtype(args.floor_dtype))
     lams = [check_lam(float(x)) for x in split(args.floor_lams) or []]
     methods = split(args.floor_methods) or []
+    threads = oracle_threads(args.oracle_threads)
     unknown = [m for m in methods if m not in FLOOR_METHODS]
     if unknown or not methods or not lams:
         raise ValidationError(f"--floor-methods takes {', '.join(FLOOR_METHODS)} (got {methods}); --floor-lams a list")
@@ -645,40 +693,41 @@ def _floor(args, tau, mu):
           f"{costs.total_pairs:,} pairs, mu {mu or 'none'}; X takes {_fmt_bytes(x_bytes)}{storage}; one floor pass "
           f"(X w, X^T v, argsort of m) = {fp * 1e3:.2f} ms", flush=True)
     head = "".join(f" {'to ' + f'{g:.0e}':>22s}" for g in FLOOR_GAPS)
-    print(f"  {'method':14s} {'lambda':>7s} {'time':>8s} {'calls':>6s} {'floor p.':>9s} {'peak mem':>10s} {'x X':>5s}"
-          f"{head}  status")
-    print(f"  {'':14s} {'':7s} {'':8s} {'':6s} {'':9s} {'':10s} {'':5s}"
+    print(f"  {'method':14s} {'thr':>4s} {'lambda':>7s} {'time':>8s} {'calls':>6s} {'floor p.':>9s} {'peak mem':>10s} "
+          f"{'x X':>5s}{head}  status")
+    print(f"  {'':14s} {'':4s} {'':7s} {'':8s} {'':6s} {'':9s} {'':10s} {'':5s}"
           + "".join(f" {'s / calls / floor p.':>22s}" for _ in FLOOR_GAPS))
     rows = []
-    for lam in lams:
-        for method in methods:
-            if method in REFERENCES:
-                rows.append(_floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows))
-                continue
-            solver = _floor_solver(method)
-            tol = args.floor_tol if method == "cutting_plane" or args.floor_reference_tol is None \
-                else args.floor_reference_tol
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                with Measure(args.memory) as meas:
-                    oracle = PairFreeOracle.from_data(data, costs)
-                    run = solver(oracle, lam, tol=tol)
-                del oracle
-            gaps = _at_gaps(run.history, fp)
-            row = {"instance": "floor", "data": args.floor_data, "dtype": str(data.X.dtype), "method": method,
-                   "lam": lam, "C": 1.0 / (2.0 * lam), "seconds": run.solve_time, "oracle_calls": run.oracle_calls,
-                   "floor_passes": run.solve_time / fp, "floor_pass_seconds": fp, "peak_bytes": int(meas.peak_bytes),
-                   "memory_vs_X": meas.peak_bytes / x_bytes, "relative_gap": run.relative_gap, "status": run.status,
-                   "objective": run.objective, "lower_bound": run.lower_bound, "at_gap": gaps}
-            rows.append(row)
-            cells = "".join(f" {'-':>22s}" if gaps[k] is None else
-                            f" {gaps[k]['seconds']:7.2f} {gaps[k]['oracle_calls']:5d} {gaps[k]['floor_passes']:8.1f}"
-                            for k in gaps)
-            print(f"  {method:14s} {lam:7g} {run.solve_time:7.2f}s {run.oracle_calls:6d} {row['floor_passes']:9.1f} "
-                  f"{_fmt_bytes(meas.peak_bytes):>10s} {row['memory_vs_X']:5.2f}{cells}  {run.status}", flush=True)
-            gc.collect()
-    print("  floor p.: solve time / one floor pass of this process; peak mem: RSS increase during oracle set-up and "
-          "solve (X excluded)")
+    for lam, method, thr in [(lam, method, thr) for lam in lams for method in methods
+                             for thr in (threads if method not in REFERENCES else [None])]:
+        if method in REFERENCES:
+            rows.append(_floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows))
+            continue
+        solver = _floor_solver(method)
+        tol = args.floor_tol if method == "cutting_plane" or args.floor_reference_tol is None \
+            else args.floor_reference_tol
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Measure(args.memory) as meas:
+                oracle = PairFreeOracle.from_data(data, costs, threads=thr)
+                run = solver(oracle, lam, tol=tol)
+            del oracle
+        gaps = _at_gaps(run.history, fp)
+        row = {"instance": "floor", "data": args.floor_data, "dtype": str(data.X.dtype), "method": method,
+               "oracle_threads": _threads_label(thr), "lam": lam, "C": 1.0 / (2.0 * lam), "seconds": run.solve_time,
+               "oracle_calls": run.oracle_calls,
+               "floor_passes": run.solve_time / fp, "floor_pass_seconds": fp, "peak_bytes": int(meas.peak_bytes),
+               "memory_vs_X": meas.peak_bytes / x_bytes, "relative_gap": run.relative_gap, "status": run.status,
+               "objective": run.objective, "lower_bound": run.lower_bound, "at_gap": gaps}
+        rows.append(row)
+        cells = "".join(f" {'-':>22s}" if gaps[k] is None else
+                        f" {gaps[k]['seconds']:7.2f} {gaps[k]['oracle_calls']:5d} {gaps[k]['floor_passes']:8.1f}"
+                        for k in gaps)
+        print(f"  {method:14s} {_threads_label(thr):>4s} {lam:7g} {run.solve_time:7.2f}s {run.oracle_calls:6d} "
+              f"{row['floor_passes']:9.1f} {_fmt_bytes(meas.peak_bytes):>10s} {row['memory_vs_X']:5.2f}{cells}  {run.status}", flush=True)
+        gc.collect()
+    print("  thr: the oracle's threads (sort, search, sums; BLAS at 1); floor p.: solve time / one floor pass of this "
+          "process; peak mem: RSS increase during oracle set-up and solve (X excluded)")
     if any(m in REFERENCES for m in methods):
         print("  linearsvc / clarabel: one run to their own default accuracy, its w scored against the best certified "
               "lower bound of that lambda; its time is entered at every gap that w reaches (an upper bound)")

@@ -61,7 +61,7 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.bundle import Bundle
-from cvxrank.native.oracle import PairFreeOracle
+from cvxrank.native.oracle import PairFreeOracle, check_threads
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import finish
@@ -379,8 +379,11 @@ def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, to
         Evaluate the oracle over query shards on this cluster
         (:class:`cvxrank.native.dask.DaskOracle`); same numbers as locally.
     **options
-        Passed to :func:`cutting_plane` (``rho``, ``prune_after``, ``threads``, ...),
-        plus ``n_shards`` with ``client``.
+        Passed to :func:`cutting_plane` (``rho``, ``prune_after``, ``threads``: BLAS threads, ...),
+        plus ``n_shards`` with ``client`` and ``oracle_threads`` without: the
+        ``threads`` of :class:`~cvxrank.native.oracle.PairFreeOracle` (the threads of
+        its sort, boundary search, sums and ``X w`` over shards of whole queries; None,
+        the default, is automatic).
 
     Returns
     -------
@@ -444,7 +447,8 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     tol, verbose, max_iter, time_limit, warm_start_w, client
         As for :func:`solve_pairfree`.
     **options
-        Passed to :func:`cutting_plane` (``n_shards`` with ``client``).
+        Passed to :func:`cutting_plane` (``n_shards`` with ``client``; ``oracle_threads`` without,
+        as for :func:`solve_pairfree`).
 
     Raises
     ------
@@ -460,9 +464,12 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
                                       "use 'truncated_newton' for the squared hinge or a CVXPY solver")
     variant = problem.variant
     n_shards = options.pop("n_shards", None)
+    oracle_threads = check_threads(options.pop("oracle_threads", None), "oracle_threads")
     if client is not None:
         if variant.margin is not None:
             raise ValidationError("the Dask oracle takes the papers' margin of 1 only; solve margins locally")
+        if oracle_threads is not None:
+            raise ValidationError("oracle_threads is for the local oracle; the Dask oracle runs one thread per shard")
         from cvxrank.native.dask import DaskOracle
 
         oracle = DaskOracle(client, problem.data, costs, n_shards=n_shards)
@@ -470,7 +477,7 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
         if n_shards is not None:
             raise ValidationError("n_shards needs a dask client")
         if variant.margin is None:
-            oracle = PairFreeOracle.from_data(problem.data, costs)
+            oracle = PairFreeOracle.from_data(problem.data, costs, threads=oracle_threads)
         else:
             oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0

@@ -109,10 +109,10 @@ class DaskOracle:
         by_query = np.argsort(data.query_index, kind="stable")
         starts = np.concatenate([[0], np.cumsum(counts.sum(axis=1))])
         self._documents = [by_query[starts[a]:starts[b]] for a, b in self.shards]
-        oracles = []
+        oracles = []  # one thread each: the workers already run the shards side by side
         for (a, b), docs in zip(self.shards, self._documents):
             oracles.append(PairFreeOracle(data.X[docs], data.query_index[docs] - a, codes[docs], costs.values[a:b],
-                                          grades=grades, query_ids=data.query_ids[a:b]))
+                                          grades=grades, query_ids=data.query_ids[a:b], threads=1))
         self._futures = client.scatter(oracles)
 
     @property
