@@ -79,6 +79,8 @@ def test_bad_input(client, data):
     with pytest.raises(ValidationError, match="4 entries"):
         oracle(np.zeros(3))
     oracle.close()
+    with pytest.raises(ValidationError, match="oracle_threads is for the local oracle"):
+        solve_pairfree(data, lam=1.0, client=client, oracle_threads=2)
 
 
 def test_query_shards_cover_every_query():

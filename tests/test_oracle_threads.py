@@ -103,8 +103,9 @@ def test_solve_same_iterates():
 
 def test_automatic_threads_small_data_one_thread():
     data = _instance([5, 6], seed=0, ties=False)
-    assert PairFreeOracle.from_data(data).n_threads == 1
-    assert PairFreeOracle.from_data(data).threads is None
+    assert PairFreeOracle.from_data(data).threads == 1  # the default: one thread
+    auto = PairFreeOracle.from_data(data, threads=None)
+    assert auto.threads is None and auto.n_threads == 1  # automatic: one thread below AUTO_THREADS_MIN
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])

@@ -112,10 +112,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--floor-dtype", choices=("float64", "float32"), default="float64",
                         help="floor: storage of X (default float64); float32 halves it, the solver computes in "
                              "float64 (memory ratios are then given against the float64 X too)")
-    parser.add_argument("--oracle-threads", default="auto", metavar="T1,T2",
+    parser.add_argument("--oracle-threads", default="1", metavar="T1,T2",
                         help="scaling and floor: threads of the oracle's sort, search and sums (PairFreeOracle "
-                             "threads; 'auto' = its default); several values are measured side by side in this "
-                             "process (default auto). BLAS stays at 1 thread")
+                             "threads, default 1; 'auto': 2 from 100k documents); several values are measured side "
+                             "by side in this process (default 1). BLAS stays at 1 thread")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 

@@ -382,8 +382,8 @@ def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, to
         Passed to :func:`cutting_plane` (``rho``, ``prune_after``, ``threads``: BLAS threads, ...),
         plus ``n_shards`` with ``client`` and ``oracle_threads`` without: the
         ``threads`` of :class:`~cvxrank.native.oracle.PairFreeOracle` (the threads of
-        its sort, boundary search, sums and ``X w`` over shards of whole queries; None,
-        the default, is automatic).
+        its sort, boundary search, sums and ``X w`` over shards of whole queries; 1 by
+        default, None automatic).
 
     Returns
     -------
@@ -464,11 +464,11 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
                                       "use 'truncated_newton' for the squared hinge or a CVXPY solver")
     variant = problem.variant
     n_shards = options.pop("n_shards", None)
-    oracle_threads = check_threads(options.pop("oracle_threads", None), "oracle_threads")
+    oracle_threads = check_threads(options.pop("oracle_threads", 1), "oracle_threads")
     if client is not None:
         if variant.margin is not None:
             raise ValidationError("the Dask oracle takes the papers' margin of 1 only; solve margins locally")
-        if oracle_threads is not None:
+        if oracle_threads != 1:
             raise ValidationError("oracle_threads is for the local oracle; the Dask oracle runs one thread per shard")
         from cvxrank.native.dask import DaskOracle
 

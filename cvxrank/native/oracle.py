@@ -45,7 +45,12 @@ multiples of 256 rows, so every score is bit-equal to ``X @ w``): 67 -> 35 ms on
 Measured (``cvxrank bench native``, 2 cores): a call on 1,000,103 documents 350
 -> 232 ms from scratch, 323 -> 209 ms after a nearby point; the web-sized solve
 to 1e-6 5.4 -> 3.9 s, the same 13 calls, peak RSS 1.28x X either way; about
-even at 64k documents, ahead from 126k (:data:`AUTO_THREADS_MIN`). Not to be
+even at 64k documents, ahead from 126k (:data:`AUTO_THREADS_MIN`). The default
+is one thread all the same: over three web-sized solves in one process the
+peak RSS crept to 1.31x X with two threads (1.27x with one, and 1.27x with two
+under ``MALLOC_ARENA_MAX=1``: glibc keeps the freed temporaries of each
+thread's arena), and a busy second core takes the gain away. ``threads=2`` or
+``None`` (automatic) opt in. Not to be
 confused with ``threads`` of :func:`~cvxrank.native.cutting_plane.cutting_plane`,
 the BLAS threads.
 """
@@ -176,11 +181,13 @@ class PairFreeOracle:
         query ``q``; only ``a > b`` is read.
     grades, query_ids : array-like, optional
         Labels for the counts (default: the codes).
-    threads : int or None, default None
+    threads : int or None, default 1
         Threads for the sort, the boundary search, the sums and ``X w`` (dense float64): the
         sorted layout is cut into that many shards of whole queries, balanced by documents (fewer
-        when the queries do not allow it). None: 2 from :data:`AUTO_THREADS_MIN` documents on a
-        machine with at least 2 cores, else 1. Results as with one thread (module docstring).
+        when the queries do not allow it). None: automatic, 2 from :data:`AUTO_THREADS_MIN`
+        documents on a machine with at least 2 cores, else 1. Results as with one thread (module
+        docstring). The default is 1 because of memory: across several solves in one process,
+        glibc's per-thread arenas keep freed temporaries (module docstring).
 
     Examples
     --------
@@ -196,7 +203,7 @@ class PairFreeOracle:
     #: The smoothed Newton phase of :mod:`cvxrank.native.newton` may follow the planes (margins all 1).
     newton_phase = True
 
-    def __init__(self, X, query_codes, grade_codes, values, *, grades=None, query_ids=None, threads=None):
+    def __init__(self, X, query_codes, grade_codes, values, *, grades=None, query_ids=None, threads=1):
         threads = check_threads(threads)
         X = _stored(X)
         if X.ndim != 2:
@@ -242,7 +249,7 @@ class PairFreeOracle:
         self._shards = _shards(offsets, threads)
 
     @classmethod
-    def from_data(cls, data: RankingData, costs: CostTable | None = None, *, threads=None) -> PairFreeOracle:
+    def from_data(cls, data: RankingData, costs: CostTable | None = None, *, threads=1) -> PairFreeOracle:
         """The oracle of ``data`` with the weights of ``costs`` (default: all ones, Ranking SVM)."""
         costs, grades, codes, _ = data_layout(data, costs)
         return cls(data.X, data.query_index, codes, costs.values, grades=grades, query_ids=data.query_ids,
