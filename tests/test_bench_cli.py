@@ -93,6 +93,9 @@ def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
     # the solves' peak holds the data the process had after generating it
     assert meta["solves_peak_rss_bytes"] >= meta["rss_after_data_bytes"] > meta["x_bytes"]
     assert main(args[:-2] + ["--floor-methods", "ocas"]) == 2
+    # LinearSVC has no bound of its own: a run without a certified reference before it is refused
+    assert main(args[:-2] + ["--floor-methods", "linearsvc,cutting_plane"]) == 2
+    assert "certifies nothing itself" in capsys.readouterr().err
 
 
 def test_bench_native_floor_puts_linearsvc_and_clarabel_in_floor_passes(tmp_path, capsys):

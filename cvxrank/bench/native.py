@@ -105,7 +105,8 @@ def add_arguments(parser) -> None:
                         help="floor: values of lambda (default 0.5,5,50,500, i.e. C = 1 .. 0.001 per pair)")
     parser.add_argument("--floor-methods", default="cutting_plane,planes_only", metavar="M1,M2",
                         help=f"floor: methods to run (any of {','.join(FLOOR_METHODS)}; default the two pair-free "
-                             "ones; linearsvc and clarabel run where their pairs fit the memory budget)")
+                             "ones; linearsvc and clarabel run where their pairs fit the memory budget, linearsvc after a "
+                             "method whose certified bound scores it)")
     parser.add_argument("--floor-tol", type=float, default=1e-6, help="floor: relative gap requested (default 1e-6)")
     parser.add_argument("--floor-reference-tol", type=float, metavar="TOL",
                         help="floor: relative gap for planes_only (default --floor-tol; 1e-4 keeps the web run short)")
@@ -679,6 +680,10 @@ def _floor(args, tau, mu):
     unknown = [m for m in methods if m not in FLOOR_METHODS]
     if unknown or not methods or not lams:
         raise ValidationError(f"--floor-methods takes {', '.join(FLOOR_METHODS)} (got {methods}); --floor-lams a list")
+    if "linearsvc" in methods and not any(m in ("cutting_plane", "planes_only", "clarabel")
+                                          for m in methods[:methods.index("linearsvc")]):
+        raise ValidationError("--floor-methods: linearsvc certifies nothing itself; list cutting_plane, planes_only or "
+                              "clarabel before it, whose certified bound scores its w")
     costs = cost_table(data, tau, mu)
     values = data.X.data if hasattr(data.X, "indptr") else data.X
     x_bytes = 8 * values.size  # X in float64: every ratio "x X" is to it, also when X is stored in float32
