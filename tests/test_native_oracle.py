@@ -132,12 +132,13 @@ def test_exact_correction_where_searchsorted_rounds(monkeypatch):
     pairs = make_pairs(data)
     margins = pairs.P @ s
     assert np.sum(margins == 1.0) > 100 and np.sum((margins < 1) & (margins > 1 - 1e-12)) > 100
-    r = PairFreeOracle.from_data(data).evaluate_scores(s)
-    assert sum(searched) > 100  # the correction did run
     violated = margins < 1
-    assert r.n_violated == int(violated.sum())
-    np.testing.assert_array_equal(r.counts_per_query(), np.bincount(pairs.query[violated], minlength=Q))
-    np.testing.assert_allclose(r.score_gradient, -(pairs.P.T @ violated.astype(float)), atol=0)
+    for kernel in ("numpy", "auto"):  # the numpy path corrects searchsorted; the compiled one has no search
+        r = PairFreeOracle.from_data(data, kernel=kernel).evaluate_scores(s)
+        assert kernel == "auto" or sum(searched) > 100  # the correction did run
+        assert r.n_violated == int(violated.sum())
+        np.testing.assert_array_equal(r.counts_per_query(), np.bincount(pairs.query[violated], minlength=Q))
+        np.testing.assert_allclose(r.score_gradient, -(pairs.P.T @ violated.astype(float)), atol=0)
 
 
 def _brute_bounds(s_o, start, end, margin):
@@ -150,7 +151,8 @@ def _brute_bounds(s_o, start, end, margin):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_bounds_and_band_floor_against_a_scan(seed):
+@pytest.mark.parametrize("kernel", ["numpy", "auto"])
+def test_bounds_and_band_floor_against_a_scan(seed, kernel):
     """p_hi read off p_lo by counting, and below_bound walking down from a bound at a smaller margin, against
     a scan of every pair: ties, scores on a half grid (differences exactly 1) and within an ulp of 1."""
     from cvxrank.native.oracle import below_bound
@@ -159,7 +161,7 @@ def test_bounds_and_band_floor_against_a_scan(seed):
     m = 120
     qid = np.sort(rng.integers(0, 6, m))
     data = RankingData(np.zeros((m, 1)), rng.integers(0, 3, m), qid)
-    oracle = PairFreeOracle.from_data(data)
+    oracle = PairFreeOracle.from_data(data, kernel=kernel)
     for kind in range(3):
         if kind == 0:
             s = rng.integers(-4, 5, m) * 0.5
@@ -175,16 +177,18 @@ def test_bounds_and_band_floor_against_a_scan(seed):
         for delta in (0.9, 0.3, 1e-3, 1e-12):
             p_in, _ = oracle._bounds(s_o / (1.0 - delta), hi=False)
             np.testing.assert_array_equal(below_bound(s_o, oracle._start, p_in), np.minimum(lo, p_in))
+            np.testing.assert_array_equal(oracle._below(s_o, p_in), np.minimum(lo, p_in))
 
 
-def test_order_from_the_previous_call_is_exact():
+@pytest.mark.parametrize("kernel", ["numpy", "auto"])
+def test_order_from_the_previous_call_is_exact(kernel):
     """The adaptive re-sort from the last order, over a sequence of score vectors: small changes, ties,
     a reversal, tiny differences at a huge offset and a range near overflow (which fall back to a full
     sort); every order is grouped by query and sorted inside each query."""
     rng = np.random.default_rng(5)
     m = 300
     data = RankingData(np.zeros((m, 1)), rng.integers(0, 3, m), rng.integers(0, 9, m))
-    oracle = PairFreeOracle.from_data(data)
+    oracle = PairFreeOracle.from_data(data, kernel=kernel)
     s = rng.standard_normal(m)
     sequence = [s, s + 1e-3 * rng.standard_normal(m), np.round(s, 1), -s, 1e12 + s * 1e-4,
                 np.where(rng.random(m) < 0.5, 1e307, -1e307) * rng.random(m), s]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxrank.native.oracle import below_bound
+from cvxrank.native.kernels import sweep
 
 __all__ = ["band_pairs", "margin_band"]
 
@@ -25,7 +25,7 @@ __all__ = ["band_pairs", "margin_band"]
 def _band_bounds(oracle, s_o, eps, lower_only):
     p_in, _ = oracle._bounds(s_o / (1.0 - eps), hi=False)   # [p_in, end): margin < 1 - eps
     # [p_out, end): margin < 1 (+ eps); p_out <= p_in, found by walking down from p_in
-    return below_bound(s_o if lower_only else s_o / (1.0 + eps), oracle._start, p_in), p_in
+    return oracle._below(s_o if lower_only else s_o / (1.0 + eps), p_in), p_in
 
 
 def margin_band(oracle, s_o, order, eps: float, *, lower_only: bool = False):
@@ -46,6 +46,11 @@ def band_pairs(oracle, order, p_out, p_in):
     positive weight, as (better, worse, weight) with document indices in the data's order."""
     lengths = p_in - p_out
     total = int(lengths.sum())
+    if oracle._compiled:  # one pass over the ranges, the pairs in the same order as below
+        better, worse, weight = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64), np.empty(total)
+        k = sweep().band(order, oracle._gc, oracle._offsets, p_out, p_in, oracle._flat, oracle._G, 0,
+                         oracle.query_ids.shape[0], 0, better, worse, weight)
+        return better[:k], worse[:k], weight[:k]
     better = np.repeat(np.arange(p_in.shape[0], dtype=np.int64), lengths)
     first = np.repeat(np.cumsum(lengths) - lengths, lengths)
     worse = p_out[better] + (np.arange(total, dtype=np.int64) - first)

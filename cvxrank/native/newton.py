@@ -44,7 +44,6 @@ import numpy as np
 
 from cvxrank._float64 import dense_rows
 from cvxrank.native.band import band_pairs
-from cvxrank.native.oracle import below_bound
 
 __all__ = ["BAND_BUDGET", "smoothed_newton"]
 
@@ -64,13 +63,11 @@ def _evaluate(oracle, lam, w, delta, budget=None):
     order = oracle._order(s)  # also sorts s / (1 - δ)
     s_o = s[order]
     while True:
-        p_in, p_hi = oracle._bounds(s_o / (1.0 - delta))  # [p_in, end): margin < 1 - δ
-        p_out = below_bound(s_o, oracle._start, p_in)  # [p_out, end): margin < 1, from p_in down
+        # [p_in, end): margin < 1 - δ (the set V, summed); [p_out, end): margin < 1 (p_out found from p_in down)
+        W_V, v_o, _, p_in, p_out = oracle._violations(s_o / (1.0 - delta), order, s_band=s_o)
         if budget is None or delta <= 1e-12 or int((p_in - p_out).sum()) <= budget:
             break
         delta /= 2.0
-    W_V, v_o, _ = oracle._sums(s_o, order, p_in, p_hi)
-    del p_hi
     # Σ_V c_i (1 - m_i) = W_V + vᵀ s; v sums to 0 over each query, so a shift per query keeps terms small
     vs = float(v_o @ (s_o - s_o[oracle._start]))
     v = np.empty_like(v_o)

@@ -71,10 +71,17 @@ from cvxrank._float64 import matvec, rmatvec
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.costs import CostTable, cost_table, grade_counts
+from cvxrank.native.kernels import check_kernel, sweep
 
 __all__ = ["AUTO_THREADS_MIN", "OracleResult", "PairFreeOracle", "check_threads"]
 
 _EPS = np.finfo(np.float64).eps
+
+#: Most grades the compiled sweeps take (more: the numpy path).
+MAX_COMPILED_GRADES = 64
+
+#: Moves per document after which the compiled insertion sort from the last order gives way to a sort.
+RESORT_MOVES = 16
 
 #: Documents from which ``threads=None`` sorts, searches and sums in two threads (on two or more cores).
 AUTO_THREADS_MIN = 100_000
@@ -204,8 +211,11 @@ class PairFreeOracle:
     #: The smoothed Newton phase of :mod:`cvxrank.native.newton` may follow the planes (margins all 1).
     newton_phase = True
 
-    def __init__(self, X, query_codes, grade_codes, values, *, grades=None, query_ids=None, threads=1):
+    def __init__(self, X, query_codes, grade_codes, values, *, grades=None, query_ids=None, threads=1,
+                 kernel="auto"):
         threads = check_threads(threads)
+        self._compiled = check_kernel(kernel)
+        self.kernel = kernel
         X = _stored(X)
         if X.ndim != 2:
             raise ValidationError(f"X must be 2-dimensional, got shape {X.shape}")
@@ -231,9 +241,14 @@ class PairFreeOracle:
         idx = np.int32 if max(m, Q * G * G) < np.iinfo(np.int32).max else np.int64
         self._qc, self._gc = qc, gc.astype(idx)
         self._G = G
+        if self._compiled and G > MAX_COMPILED_GRADES:
+            if kernel == "compiled":
+                raise ValidationError(f"kernel='compiled' takes at most {MAX_COMPILED_GRADES} grades, got {G}")
+            self._compiled = False
         per_query = np.bincount(qc, minlength=Q)
         offsets = np.zeros(Q + 1, dtype=np.int64)
         np.cumsum(per_query, out=offsets[1:])
+        self._offsets = offsets  # query q holds the sorted positions offsets[q]:offsets[q + 1]
         # In the sorted layout (by query, then score) query q holds positions offsets[q]:offsets[q+1].
         self._q_sorted = np.repeat(np.arange(Q, dtype=idx), per_query)
         self._start = offsets[:-1].astype(idx)[self._q_sorted]
@@ -250,11 +265,12 @@ class PairFreeOracle:
         self._shards = _shards(offsets, threads)
 
     @classmethod
-    def from_data(cls, data: RankingData, costs: CostTable | None = None, *, threads=1) -> PairFreeOracle:
+    def from_data(cls, data: RankingData, costs: CostTable | None = None, *, threads=1,
+                  kernel="auto") -> PairFreeOracle:
         """The oracle of ``data`` with the weights of ``costs`` (default: all ones, Ranking SVM)."""
         costs, grades, codes, _ = data_layout(data, costs)
         return cls(data.X, data.query_index, codes, costs.values, grades=grades, query_ids=data.query_ids,
-                   threads=threads)
+                   threads=threads, kernel=kernel)
 
     @property
     def n_threads(self) -> int:
@@ -342,7 +358,7 @@ class PairFreeOracle:
         order = self._order(s) if order is None else order
         s_o = np.empty(m)
         self._each(lambda a, b, qa, qb: np.take(s, order[a:b], out=s_o[a:b]))
-        W, v_o, table = self._sums(s_o, order, *self._bounds(s_o), counts=counts)
+        W, v_o, table, _, _ = self._violations(s_o, order, counts=counts)
         shifted = np.empty(m)  # the loss is invariant to a shift per query; smaller terms
         v = np.empty(m)
 
@@ -354,6 +370,28 @@ class PairFreeOracle:
         loss = W + float(np.dot(v_o, shifted))
         rounding = _EPS * (W + float(np.dot(np.abs(v_o), np.abs(shifted))))
         return OracleResult(max(loss, 0.0), W, None, v, table, rounding, self.grades, self.query_ids)
+
+    def _violations(self, s_o, order, *, counts: bool = False, lo: bool = False, s_band=None):
+        """``(W, v_o, counts, p_lo, p_out)`` at the sorted scores ``s_o`` (margin 1): :meth:`_sums` over the
+        ranges of :meth:`_bounds`; ``p_lo`` when ``lo`` or ``s_band`` is given, else None; with ``s_band``
+        (scores sorted in the same order) ``p_out = min(p_lo, p_lo at s_band)`` (:meth:`_below`), else None.
+        The compiled path finds the ranges and sums over them in one pass per query, with the same results."""
+        if not self._compiled:
+            p_lo, p_hi = self._bounds(s_o)
+            W, v_o, table = self._sums(s_o, order, p_lo, p_hi, counts=counts)
+            p_out = None if s_band is None else self._below(s_band, p_lo)
+            return W, v_o, table, (p_lo if lo or s_band is not None else None), p_out
+        m, G = s_o.shape[0], self._G
+        lower, upper = np.empty(m), np.empty(m)
+        table = np.zeros((self.query_ids.shape[0], G, G), dtype=np.int64) if counts else None
+        p_lo = np.empty(m, dtype=np.int64) if lo or s_band is not None else None
+        p_out = None if s_band is None else np.empty(m, dtype=np.int64)
+        cells = None if table is None else table.reshape(-1)
+        self._each(lambda a, b, qa, qb: sweep().violations(s_o, order, self._gc, self._offsets, self._flat, G, qa, qb,
+                                                            1.0, lower, upper, p_lo, cells, s_band, p_out))
+        W = float(lower.sum())  # over the full array, as :meth:`_sums`
+        upper -= lower
+        return W, upper, table, p_lo, p_out
 
     def _sums(self, s_o, order, p_lo, p_hi, *, counts: bool = False):
         """``(W, v_o, counts)`` from the violated ranges ``[p_lo, end)`` and ``[start, p_hi)`` of the sorted
@@ -425,14 +463,16 @@ class PairFreeOracle:
             if not adaptive:  # the documents grouped by query: each shard sorts its own
                 prev = np.argsort(self._qc if self._q16 is None else self._q16, kind="stable")
             order = np.empty(s.shape[0], dtype=np.int64)
-            self._each(lambda a, b, qa, qb: self._order_range(s, prev, order, a, b, adaptive))
+            self._each(lambda a, b, qa, qb: self._order_range(s, prev, order, a, b, qa, qb, adaptive))
         self._prev_order = order
         return order
 
-    def _order_range(self, s, prev, order, a, b, adaptive):
+    def _order_range(self, s, prev, order, a, b, qa, qb, adaptive):
         """:meth:`_order` on the shard of positions ``a:b``: ``prev[a:b]`` are its documents, grouped by
         query (the last order, or grouped only); writes ``order[a:b]``."""
         docs = prev[a:b]
+        if adaptive and self._compiled and sweep().resort(s, prev, self._offsets, qa, qb, order, RESORT_MOVES * (b - a)):
+            return  # insertion sort of every query from the last order (exact; few moves when scores moved little)
         if adaptive:
             s_p = s[docs]
             lo, hi = float(s_p.min()), float(s_p.max())
@@ -485,8 +525,20 @@ class PairFreeOracle:
         scalar = np.ndim(margin) == 0
         p_lo = np.empty(m, dtype=np.int64)
         p_hi = np.empty(m, dtype=np.int64) if hi else None
-        self._each(lambda a, b, qa, qb: self._bounds_range(s_o, margin, scalar, p_lo, p_hi, a, b))
+        if scalar and self._compiled:  # two pointers per query: the same test, so the same positions
+            self._each(lambda a, b, qa, qb: sweep().bounds(s_o, self._offsets, qa, qb, float(margin), p_lo, p_hi))
+        else:
+            self._each(lambda a, b, qa, qb: self._bounds_range(s_o, margin, scalar, p_lo, p_hi, a, b))
         return p_lo, p_hi
+
+    def _below(self, s_o, p_in, margin=1.0):
+        """``min(p_lo, p_in)`` for ``p_lo`` of :meth:`_bounds` at ``margin`` (scalar), given ``p_in``, the bound at a
+        smaller margin (:func:`below_bound` walks down from it; the compiled path runs its two pointers)."""
+        if not self._compiled:
+            return below_bound(s_o, self._start, p_in, margin)
+        out = np.empty(s_o.shape[0], dtype=np.int64)
+        self._each(lambda a, b, qa, qb: sweep().bounds(s_o, self._offsets, qa, qb, float(margin), out, None))
+        return np.minimum(out, p_in, out=out)
 
     def _bounds_range(self, s_o, margin, scalar, p_lo, p_hi, a, b):
         """:meth:`_bounds` on the shard of positions ``a:b``: writes ``p_lo[a:b]`` (and ``p_hi[a:b]``).

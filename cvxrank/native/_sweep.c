@@ -1,0 +1,475 @@
+/*
+ * Compiled sweeps of the pair-free oracle (cvxrank.native.oracle, cvxrank.native.band).
+ *
+ * The same arithmetic as the numpy path, one pass per query instead of a few dozen numpy
+ * operations over all documents: the boundaries by two pointers (the test s_p - s_k < margin is
+ * monotone along a query's sorted scores, so every boundary only moves forward), the sums of
+ * violated weight from prefix counts per grade, the band of near-margin pairs, and an insertion
+ * sort from the previous order (scores move little between calls). Every result equals the numpy
+ * path's bit for bit (the same floating-point test; the sums added in the same order), which
+ * tests/test_native_kernels.py checks. No NumPy C API: the arrays arrive through the buffer
+ * protocol, their dtypes and lengths checked by the Python wrappers (cvxrank/native/kernels.py)
+ * and their lengths again here. Every function works on the queries qa..qb-1 (one shard) and
+ * releases the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    Py_buffer buf;
+    int held;
+} Arr;
+
+static int get(PyObject *obj, Arr *a, int writable, Py_ssize_t itemsize, Py_ssize_t min_items, const char *name)
+{
+    a->held = 0;
+    if (obj == Py_None) {
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, &a->buf, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    a->held = 1;
+    if (a->buf.itemsize != itemsize || a->buf.len / itemsize < min_items) {
+        PyErr_Format(PyExc_ValueError, "internal error: array %s has items of %zd bytes and %zd items, expected "
+                     "%zd-byte items and at least %zd", name, a->buf.itemsize, a->buf.len / a->buf.itemsize,
+                     itemsize, min_items);
+        return -1;
+    }
+    return 0;
+}
+
+static void release(Arr *a, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (a[i].held) {
+            PyBuffer_Release(&a[i].buf);
+        }
+    }
+}
+
+/* grade code of document d: int32 or int64 */
+static inline int64_t code(const void *gc, int wide, int64_t d)
+{
+    return wide ? ((const int64_t *)gc)[d] : (int64_t)((const int32_t *)gc)[d];
+}
+
+static int check_offsets(const int64_t *off, Py_ssize_t n_off, Py_ssize_t qa, Py_ssize_t qb, Py_ssize_t m)
+{
+    if (qa < 0 || qb < qa || qb >= n_off) {
+        PyErr_SetString(PyExc_ValueError, "internal error: query range out of the offsets");
+        return -1;
+    }
+    for (Py_ssize_t q = qa; q < qb; q++) {
+        if (off[q] < 0 || off[q + 1] < off[q] || off[q + 1] > m) {
+            PyErr_SetString(PyExc_ValueError, "internal error: query offsets not increasing inside [0, m]");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The boundaries move forward along a query's sorted scores, a position or two per document on average.
+ * Both advances test four positions at once, without branches (the failures, resp. passes, form a prefix
+ * because the test is monotone along sorted scores, so their count is the step), and loop only when all
+ * four moved: a scalar loop's exit is a branch the processor mispredicts about once per document. */
+
+/* first k' >= k with k' = p or s_p - s[k'] < margin (needs margin > 0, k <= p) */
+static inline int64_t lo_advance(const double *s, int64_t k, int64_t p, double sp, double margin)
+{
+    for (;;) {
+        int64_t j0 = k, j1 = k + 1 < p ? k + 1 : p, j2 = k + 2 < p ? k + 2 : p, j3 = k + 3 < p ? k + 3 : p;
+        int64_t step = (int64_t)!(sp - s[j0] < margin) + (int64_t)!(sp - s[j1] < margin)
+                       + (int64_t)!(sp - s[j2] < margin) + (int64_t)!(sp - s[j3] < margin);
+        k += step;
+        if (step < 4) {
+            return k;
+        }
+    }
+}
+
+/* first h' >= h with h' = en or !(s[h'] - s_p < margin) (needs h < en or h = en) */
+static inline int64_t hi_advance(const double *s, int64_t h, int64_t en, double sp, double margin)
+{
+    for (;;) {
+        if (h >= en) {
+            return en;
+        }
+        int64_t last = en - 1;
+        int64_t j1 = h + 1 < last ? h + 1 : last, j2 = h + 2 < last ? h + 2 : last, j3 = h + 3 < last ? h + 3 : last;
+        int64_t step = (int64_t)(s[h] - sp < margin) + (int64_t)((h + 1 < en) & (s[j1] - sp < margin))
+                       + (int64_t)((h + 2 < en) & (s[j2] - sp < margin)) + (int64_t)((h + 3 < en) & (s[j3] - sp < margin));
+        h += step;
+        if (step < 4) {
+            return h;
+        }
+    }
+}
+
+/* bounds(s_o, offsets, qa, qb, margin, p_lo, p_hi or None)
+ * p_lo[p]: first k >= start with s_p - s_k < margin; p_hi[p]: first k > p with !(s_k - s_p < margin), or end. */
+static PyObject *bounds(PyObject *self, PyObject *args)
+{
+    PyObject *o_s, *o_off, *o_lo, *o_hi;
+    Py_ssize_t qa, qb;
+    double margin;
+    Arr a[4];
+    if (!PyArg_ParseTuple(args, "OOnndOO", &o_s, &o_off, &qa, &qb, &margin, &o_lo, &o_hi)) {
+        return NULL;
+    }
+    memset(a, 0, sizeof(a));
+    if (get(o_s, &a[0], 0, 8, 0, "s_o") || get(o_off, &a[1], 0, 8, 1, "offsets")) {
+        release(a, 4);
+        return NULL;
+    }
+    Py_ssize_t m = a[0].buf.len / 8;
+    if (get(o_lo, &a[2], 1, 8, m, "p_lo") || get(o_hi, &a[3], 1, 8, m, "p_hi")
+        || check_offsets(a[1].buf.buf, a[1].buf.len / 8, qa, qb, m)) {
+        release(a, 4);
+        return NULL;
+    }
+    const double *s = a[0].buf.buf;
+    const int64_t *off = a[1].buf.buf;
+    int64_t *lo = a[2].buf.buf;
+    int64_t *hi = a[3].held ? a[3].buf.buf : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = qa; q < qb; q++) {
+        int64_t st = off[q], en = off[q + 1], k = st, h = st;
+        for (int64_t p = st; p < en; p++) {
+            double sp = s[p];
+            k = lo_advance(s, k, p, sp, margin);
+            lo[p] = k;
+            if (hi) {
+                h = hi_advance(s, h > p ? h : p + 1, en, sp, margin);
+                hi[p] = h;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(a, 4);
+    Py_RETURN_NONE;
+}
+
+/* violations(s_o, order, gc, offsets, flat, G, qa, qb, margin, lower, upper, p_lo, table, s_b, p_out)
+ * One pass per query with two pointers and running counts per grade:
+ *   p_lo[p] = first k >= start with s_p - s_k < margin, p_hi[p] = first k > p with !(s_k - s_p < margin) (or end),
+ *   lower[p] = sum_{g < G-1} flat[q,g_p,g] #{k in [p_lo, end) : g_k = g}   (g_p the grade of position p),
+ *   upper[p] = sum_{g > 0}   flat[q,g,g_p] #{k in [start, p_hi) : g_k = g},
+ *   table[q, g_p, g] += #{k in [p_lo, end) : g_k = g} for g < g_p   (table may be None),
+ *   p_out[p] = min(p_lo[p], first k >= start with s_b[p] - s_b[k] < margin)   (s_b, p_out may be None).
+ * The counts are those of the numpy path's prefix sums and the terms are added in the same order of g, so
+ * lower and upper are equal to its bit for bit. p_lo may be None. */
+static PyObject *violations(PyObject *self, PyObject *args)
+{
+    PyObject *o[11];
+    Py_ssize_t G, qa, qb;
+    double margin;
+    Arr a[11];
+    if (!PyArg_ParseTuple(args, "OOOOOnnndOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &G, &qa, &qb, &margin,
+                          &o[5], &o[6], &o[7], &o[8], &o[9], &o[10])) {
+        return NULL;
+    }
+    memset(a, 0, sizeof(a));
+    if (get(o[0], &a[0], 0, 8, 0, "s_o")) {
+        release(a, 11);
+        return NULL;
+    }
+    Py_ssize_t m = a[0].buf.len / 8;
+    Py_buffer probe;
+    if (PyObject_GetBuffer(o[2], &probe, PyBUF_C_CONTIGUOUS) < 0) {
+        release(a, 11);
+        return NULL;
+    }
+    Py_ssize_t gsize = probe.itemsize;
+    PyBuffer_Release(&probe);
+    if ((gsize != 4 && gsize != 8) || G < 1 || G > 64
+        || get(o[1], &a[1], 0, 8, m, "order") || get(o[2], &a[2], 0, gsize, m, "grade codes")
+        || get(o[3], &a[3], 0, 8, 1, "offsets") || get(o[4], &a[4], 0, 8, 0, "flat")
+        || get(o[5], &a[5], 1, 8, m, "lower") || get(o[6], &a[6], 1, 8, m, "upper")
+        || get(o[7], &a[7], 1, 8, m, "p_lo") || get(o[9], &a[9], 0, 8, m, "s_b")
+        || get(o[10], &a[10], 1, 8, m, "p_out")) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "internal error: grade codes must be int32 or int64, 1 <= G <= 64");
+        }
+        release(a, 11);
+        return NULL;
+    }
+    Py_ssize_t n_off = a[3].buf.len / 8;
+    Py_ssize_t n_cells = (n_off - 1) * G * G;
+    if (check_offsets(a[3].buf.buf, n_off, qa, qb, m) || get(o[8], &a[8], 1, 8, n_cells, "table")) {
+        release(a, 11);
+        return NULL;
+    }
+    if (a[4].buf.len / 8 < n_cells || (a[9].held != a[10].held)) {
+        PyErr_SetString(PyExc_ValueError, "internal error: flat has fewer than n_queries G^2 entries, or only one "
+                        "of s_b and p_out was given");
+        release(a, 11);
+        return NULL;
+    }
+    const double *s = a[0].buf.buf, *flat = a[4].buf.buf, *sb = a[9].held ? a[9].buf.buf : NULL;
+    const int64_t *order = a[1].buf.buf, *off = a[3].buf.buf;
+    const void *gc = a[2].buf.buf;
+    int wide = gsize == 8;
+    double *lower = a[5].buf.buf, *upper = a[6].buf.buf;
+    int64_t *p_lo = a[7].held ? a[7].buf.buf : NULL, *table = a[8].held ? a[8].buf.buf : NULL;
+    int64_t *p_out = a[10].held ? a[10].buf.buf : NULL;
+    int64_t longest = 1;
+    for (Py_ssize_t q = qa; q < qb; q++) {
+        if (off[q + 1] - off[q] > longest) {
+            longest = off[q + 1] - off[q];
+        }
+    }
+    /* cum[j G + g]: documents of grade g among the first j of the query, in sorted order (int32: m < 2^31) */
+    int32_t *cum = malloc(sizeof(int32_t) * (size_t)(longest + 1) * (size_t)G);
+    if (!cum) {
+        release(a, 11);
+        return PyErr_NoMemory();
+    }
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = qa; q < qb && !bad; q++) {
+        int64_t st = off[q], en = off[q + 1], L = en - st;
+        for (int64_t g = 0; g < G; g++) {
+            cum[g] = 0;
+        }
+        for (int64_t j = 0; j < L; j++) {
+            int64_t d = order[st + j];
+            int64_t g_d = (d >= 0 && d < m) ? code(gc, wide, d) : -1;
+            if (g_d < 0 || g_d >= G) {
+                bad = 1;
+                break;
+            }
+            int32_t *row = cum + j * G;
+            for (int64_t g = 0; g < G; g++) {
+                row[G + g] = row[g] + (g == g_d);
+            }
+        }
+        if (bad) {
+            break;
+        }
+        const double *fq = flat + q * G * G;
+        const int32_t *total = cum + L * G;
+        int64_t k = st, h = st, kb = st;
+        for (int64_t p = st; p < en; p++) {
+            double sp = s[p];
+            k = lo_advance(s, k, p, sp, margin);                      /* [k, end): not beaten by p */
+            h = hi_advance(s, h > p ? h : p + 1, en, sp, margin);     /* [start, h): not beating p */
+            const int32_t *at_k = cum + (k - st) * G, *at_h = cum + (h - st) * G, *at_p = cum + (p - st) * G;
+            int64_t gp = 0;
+            for (int64_t g = 1; g < G; g++) {  /* the grade of p: the one counted between p and p + 1 */
+                gp += g * (int64_t)(at_p[G + g] - at_p[g]);
+            }
+            double lw = 0.0, up = 0.0;
+            for (int64_t g = 0; g < G - 1; g++) {  /* worse partners at [p_lo, end) */
+                int64_t n = (int64_t)total[g] - (int64_t)at_k[g];
+                lw += fq[gp * G + g] * (double)n;
+                if (table && g < gp) {
+                    table[q * G * G + gp * G + g] += n;
+                }
+            }
+            for (int64_t g = 1; g < G; g++) {  /* better partners at [start, p_hi) */
+                up += fq[g * G + gp] * (double)at_h[g];
+            }
+            lower[p] = lw;
+            upper[p] = up;
+            if (p_lo) {
+                p_lo[p] = k;
+            }
+            if (sb) {
+                kb = lo_advance(sb, kb, p, sb[p], margin);
+                p_out[p] = kb < k ? kb : k;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(cum);
+    release(a, 11);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "internal error: a document index or grade code out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* band(order, gc, offsets, p_out, p_in, flat, G, qa, qb, start, better, worse, weight) -> count
+ * The pairs (better at sorted p, worse at [p_out[p], p_in[p])) of lower grade and positive weight,
+ * as document indices, written from index `start` of the outputs; returns the index after the last. */
+static PyObject *band(PyObject *self, PyObject *args)
+{
+    PyObject *o[9];
+    Py_ssize_t G, qa, qb, at;
+    Arr a[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &G, &qa, &qb, &at,
+                          &o[6], &o[7], &o[8])) {
+        return NULL;
+    }
+    memset(a, 0, sizeof(a));
+    if (get(o[0], &a[0], 0, 8, 0, "order")) {
+        release(a, 9);
+        return NULL;
+    }
+    Py_ssize_t m = a[0].buf.len / 8;
+    Py_buffer probe;
+    if (PyObject_GetBuffer(o[1], &probe, PyBUF_C_CONTIGUOUS) < 0) {
+        release(a, 9);
+        return NULL;
+    }
+    Py_ssize_t gsize = probe.itemsize;
+    PyBuffer_Release(&probe);
+    if ((gsize != 4 && gsize != 8) || G < 1
+        || get(o[1], &a[1], 0, gsize, m, "grade codes") || get(o[2], &a[2], 0, 8, 1, "offsets")
+        || get(o[3], &a[3], 0, 8, m, "p_out") || get(o[4], &a[4], 0, 8, m, "p_in")
+        || get(o[5], &a[5], 0, 8, 0, "flat") || get(o[6], &a[6], 1, 8, 0, "better")
+        || get(o[7], &a[7], 1, 8, 0, "worse") || get(o[8], &a[8], 1, 8, 0, "weight")) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "internal error: grade codes must be int32 or int64, G >= 1");
+        }
+        release(a, 9);
+        return NULL;
+    }
+    Py_ssize_t n_off = a[2].buf.len / 8;
+    if (check_offsets(a[2].buf.buf, n_off, qa, qb, m)) {
+        release(a, 9);
+        return NULL;
+    }
+    Py_ssize_t cap = a[6].buf.len / 8;
+    if (a[7].buf.len / 8 < cap) {
+        cap = a[7].buf.len / 8;
+    }
+    if (a[8].buf.len / 8 < cap) {
+        cap = a[8].buf.len / 8;
+    }
+    if (a[5].buf.len / 8 < (n_off - 1) * G * G || at < 0) {
+        PyErr_SetString(PyExc_ValueError, "internal error: flat has fewer than n_queries G^2 entries");
+        release(a, 9);
+        return NULL;
+    }
+    const int64_t *order = a[0].buf.buf, *off = a[2].buf.buf, *p_out = a[3].buf.buf, *p_in = a[4].buf.buf;
+    const void *gc = a[1].buf.buf;
+    int wide = gsize == 8;
+    const double *flat = a[5].buf.buf;
+    int64_t *better = a[6].buf.buf, *worse = a[7].buf.buf;
+    double *weight = a[8].buf.buf;
+    Py_ssize_t n = at;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = qa; q < qb && !bad; q++) {
+        int64_t st = off[q], en = off[q + 1];
+        const double *fq = flat + q * G * G;
+        for (int64_t p = st; p < en && !bad; p++) {
+            int64_t b = order[p], lo = p_out[p], hi = p_in[p];
+            if (b < 0 || b >= m || lo < st || hi > en || lo > hi) {
+                bad = 1;
+                break;
+            }
+            int64_t gb = code(gc, wide, b);
+            for (int64_t k = lo; k < hi; k++) {
+                int64_t d = order[k];
+                if (d < 0 || d >= m) {
+                    bad = 1;
+                    break;
+                }
+                int64_t gd = code(gc, wide, d);
+                if (gd < gb && gb < G && gd >= 0) {
+                    double c = fq[gb * G + gd];
+                    if (c > 0.0) {
+                        if (n >= cap) {
+                            bad = 2;
+                            break;
+                        }
+                        better[n] = b;
+                        worse[n] = d;
+                        weight[n] = c;
+                        n++;
+                    }
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(a, 9);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, bad == 2 ? "internal error: more band pairs than the outputs hold"
+                                                   : "internal error: a document or boundary out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(n);
+}
+
+/* resort(s, prev, offsets, qa, qb, out, max_moves) -> bool
+ * out[start:end] = prev[start:end] sorted by s (stable) for every query, by insertion; False (out
+ * unspecified) when that would take more than max_moves moves. */
+static PyObject *resort(PyObject *self, PyObject *args)
+{
+    PyObject *o_s, *o_prev, *o_off, *o_out;
+    Py_ssize_t qa, qb, max_moves;
+    Arr a[4];
+    if (!PyArg_ParseTuple(args, "OOOnnOn", &o_s, &o_prev, &o_off, &qa, &qb, &o_out, &max_moves)) {
+        return NULL;
+    }
+    memset(a, 0, sizeof(a));
+    if (get(o_s, &a[0], 0, 8, 0, "s")) {
+        release(a, 4);
+        return NULL;
+    }
+    Py_ssize_t m = a[0].buf.len / 8;
+    if (get(o_prev, &a[1], 0, 8, m, "prev") || get(o_off, &a[2], 0, 8, 1, "offsets")
+        || get(o_out, &a[3], 1, 8, m, "out") || check_offsets(a[2].buf.buf, a[2].buf.len / 8, qa, qb, m)) {
+        release(a, 4);
+        return NULL;
+    }
+    const double *s = a[0].buf.buf;
+    const int64_t *prev = a[1].buf.buf, *off = a[2].buf.buf;
+    int64_t *out = a[3].buf.buf;
+    Py_ssize_t moves = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = qa; q < qb && !bad && moves <= max_moves; q++) {
+        int64_t st = off[q], en = off[q + 1];
+        for (int64_t i = st; i < en; i++) {
+            int64_t x = prev[i];
+            if (x < 0 || x >= m) {
+                bad = 1;
+                break;
+            }
+            double v = s[x];
+            int64_t j = i;
+            while (j > st && s[out[j - 1]] > v) {
+                out[j] = out[j - 1];
+                j--;
+            }
+            out[j] = x;
+            moves += i - j;
+            if (moves > max_moves) {
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(a, 4);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "internal error: a document index out of range");
+        return NULL;
+    }
+    return PyBool_FromLong(moves <= max_moves);
+}
+
+static PyMethodDef methods[] = {
+    {"bounds", bounds, METH_VARARGS, "Violation boundaries of every sorted position (two pointers per query)."},
+    {"violations", violations, METH_VARARGS, "Violated weight of every sorted position, in one pass per query."},
+    {"band", band, METH_VARARGS, "The pairs between two boundaries of lower grade and positive weight."},
+    {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sweep",
+                                    "Compiled sweeps of the pair-free oracle (see cvxrank.native.kernels).", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__sweep(void)
+{
+    return PyModule_Create(&module);
+}
