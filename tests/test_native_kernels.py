@@ -221,3 +221,16 @@ def test_more_grades_than_the_compiled_sweeps_take():
 def test_the_compiled_sweeps_are_built_where_a_compiler_is():
     """CI installs from a clean clone on a machine with gcc: the optional extension must have been built."""
     assert kernels.COMPILED, "cvxrank.native._sweep was not built although a C compiler is on PATH"
+
+
+@compiled
+def test_solve_pairfree_takes_the_oracle_kernel():
+    from cvxrank.native import solve_pairfree
+
+    data = _data(2, m=150, n_queries=5)
+    a = solve_pairfree(data, mu="balanced", lam=0.3, oracle_kernel="compiled")
+    b = solve_pairfree(data, mu="balanced", lam=0.3, oracle_kernel="numpy")
+    assert a.status == b.status == "optimal"
+    assert (a.objective, a.dual_objective) == (b.objective, b.dual_objective)
+    with pytest.raises(ValidationError, match="kernel must be one of"):
+        solve_pairfree(data, lam=0.3, oracle_kernel="gpu")

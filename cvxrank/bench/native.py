@@ -117,6 +117,10 @@ def add_arguments(parser) -> None:
                         help="scaling and floor: threads of the oracle's sort, search and sums (PairFreeOracle "
                              "threads, default 1; 'auto': 2 from 100k documents); several values are measured side "
                              "by side in this process (default 1). BLAS stays at 1 thread")
+    parser.add_argument("--kernel", default="auto", metavar="K1,K2",
+                        help="floor: the oracle's sweeps, any of auto,compiled,numpy (PairFreeOracle kernel, default "
+                             "auto: compiled when built); several values are measured side by side in this process; "
+                             "the other instances use auto")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -339,6 +343,25 @@ def oracle_threads(text: str) -> list:
     if not values:
         raise ValidationError("--oracle-threads needs at least one value")
     return values
+
+
+def _kernels(text: str) -> list:
+    """``--kernel``: a list of auto, compiled, numpy (each checked: compiled needs the built module)."""
+    from cvxrank.native.kernels import check_kernel
+
+    values = split(text) or []
+    if not values:
+        raise ValidationError("--kernel needs at least one value")
+    for x in values:
+        check_kernel(x)
+    return values
+
+
+def _kernel_label(kernel) -> str:
+    """``auto`` shown as what it runs: ``compiled`` or ``numpy``."""
+    from cvxrank.native.kernels import check_kernel
+
+    return "-" if kernel is None else ("compiled" if check_kernel(kernel) else "numpy")
 
 
 def _threads_label(threads) -> str:
@@ -624,7 +647,7 @@ def _floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows)
     if not fits_memory(3 * need):
         row["skipped"] = (f"its pair differences alone take {costs.total_pairs:,} pairs x {data.n_features} features "
                           f"x 8 B = {_fmt_bytes(need)}")
-        print(f"  {method:14s} {'-':>4s} {lam:7g}  skipped: {row['skipped']}", flush=True)
+        print(f"  {method:14s} {'-':>4s} {'-':>8s} {lam:7g}  skipped: {row['skipped']}", flush=True)
         return row
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -643,7 +666,7 @@ def _floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows)
                 "at_gap": gaps})
     cells = "".join(f" {'-':>22s}" if gaps[k] is None else
                     f" {gaps[k]['seconds']:7.2f} {'-':>5s} {gaps[k]['floor_passes']:8.1f}" for k in gaps)
-    print(f"  {method:14s} {'-':>4s} {lam:7g} {meas.seconds:7.2f}s {'-':>6s} {row['floor_passes']:9.1f} "
+    print(f"  {method:14s} {'-':>4s} {'-':>8s} {lam:7g} {meas.seconds:7.2f}s {'-':>6s} {row['floor_passes']:9.1f} "
           f"{_fmt_bytes(meas.peak_bytes):>10s} {row['memory_vs_X']:5.2f}{cells}  {info['status']} (gap {rel:.1e})",
           flush=True)
     return row
@@ -677,6 +700,7 @@ def _floor(args, tau, mu):
     lams = [check_lam(float(x)) for x in split(args.floor_lams) or []]
     methods = split(args.floor_methods) or []
     threads = oracle_threads(args.oracle_threads)
+    kernels = _kernels(args.kernel)
     unknown = [m for m in methods if m not in FLOOR_METHODS]
     if unknown or not methods or not lams:
         raise ValidationError(f"--floor-methods takes {', '.join(FLOOR_METHODS)} (got {methods}); --floor-lams a list")
@@ -698,13 +722,14 @@ def _floor(args, tau, mu):
           f"{costs.total_pairs:,} pairs, mu {mu or 'none'}; X takes {_fmt_bytes(x_bytes)}{storage}; one floor pass "
           f"(X w, X^T v, argsort of m) = {fp * 1e3:.2f} ms", flush=True)
     head = "".join(f" {'to ' + f'{g:.0e}':>22s}" for g in FLOOR_GAPS)
-    print(f"  {'method':14s} {'thr':>4s} {'lambda':>7s} {'time':>8s} {'calls':>6s} {'floor p.':>9s} {'peak mem':>10s} "
+    print(f"  {'method':14s} {'thr':>4s} {'kernel':>8s} {'lambda':>7s} {'time':>8s} {'calls':>6s} {'floor p.':>9s} {'peak mem':>10s} "
           f"{'x X':>5s}{head}  status")
-    print(f"  {'':14s} {'':4s} {'':7s} {'':8s} {'':6s} {'':9s} {'':10s} {'':5s}"
+    print(f"  {'':14s} {'':4s} {'':8s} {'':7s} {'':8s} {'':6s} {'':9s} {'':10s} {'':5s}"
           + "".join(f" {'s / calls / floor p.':>22s}" for _ in FLOOR_GAPS))
     rows = []
-    for lam, method, thr in [(lam, method, thr) for lam in lams for method in methods
-                             for thr in (threads if method not in REFERENCES else [None])]:
+    for lam, method, thr, kern in [(lam, method, thr, kern) for lam in lams for method in methods
+                                   for thr in (threads if method not in REFERENCES else [None])
+                                   for kern in (kernels if method not in REFERENCES else [None])]:
         if method in REFERENCES:
             rows.append(_floor_reference(method, data, tau, mu, lam, costs, fp, x_bytes, args, rows))
             continue
@@ -714,12 +739,12 @@ def _floor(args, tau, mu):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with Measure(args.memory) as meas:
-                oracle = PairFreeOracle.from_data(data, costs, threads=thr)
+                oracle = PairFreeOracle.from_data(data, costs, threads=thr, kernel=kern)
                 run = solver(oracle, lam, tol=tol)
             del oracle
         gaps = _at_gaps(run.history, fp)
         row = {"instance": "floor", "data": args.floor_data, "dtype": str(data.X.dtype), "method": method,
-               "oracle_threads": _threads_label(thr), "lam": lam, "C": 1.0 / (2.0 * lam), "seconds": run.solve_time,
+               "oracle_threads": _threads_label(thr), "kernel": _kernel_label(kern), "lam": lam, "C": 1.0 / (2.0 * lam), "seconds": run.solve_time,
                "oracle_calls": run.oracle_calls,
                "floor_passes": run.solve_time / fp, "floor_pass_seconds": fp, "peak_bytes": int(meas.peak_bytes),
                "memory_vs_X": meas.peak_bytes / x_bytes, "relative_gap": run.relative_gap, "status": run.status,
@@ -728,10 +753,10 @@ def _floor(args, tau, mu):
         cells = "".join(f" {'-':>22s}" if gaps[k] is None else
                         f" {gaps[k]['seconds']:7.2f} {gaps[k]['oracle_calls']:5d} {gaps[k]['floor_passes']:8.1f}"
                         for k in gaps)
-        print(f"  {method:14s} {_threads_label(thr):>4s} {lam:7g} {run.solve_time:7.2f}s {run.oracle_calls:6d} "
+        print(f"  {method:14s} {_threads_label(thr):>4s} {_kernel_label(kern):>8s} {lam:7g} {run.solve_time:7.2f}s {run.oracle_calls:6d} "
               f"{row['floor_passes']:9.1f} {_fmt_bytes(meas.peak_bytes):>10s} {row['memory_vs_X']:5.2f}{cells}  {run.status}", flush=True)
         gc.collect()
-    print("  thr: the oracle's threads (sort, search, sums; BLAS at 1); floor p.: solve time / one floor pass of this "
+    print("  thr: the oracle's threads (sort, search, sums; BLAS at 1); kernel: its sweeps (compiled or numpy); floor p.: solve time / one floor pass of this "
           "process; peak mem: RSS increase during oracle set-up and solve (X excluded)")
     if any(m in REFERENCES for m in methods):
         print("  linearsvc / clarabel: one run to their own default accuracy, its w scored against the best certified "

@@ -12,6 +12,7 @@ module                     content
 =========================  ====================================================
 :mod:`.costs`              :class:`CostTable`: ``c[q, a, b] = τ_(a,b) μ_q``
 :mod:`.oracle`             :class:`PairFreeOracle`: loss, ``Xᵀv``, counts
+:mod:`.kernels`            its per-query sweeps compiled (``_sweep.c``, optional) or numpy
 :mod:`.bundle`             :class:`Bundle`: the inner QP over the simplex
 :mod:`.band`               the pairs near the margin, enumerated pair by pair
 :mod:`.newton`             the smoothed Newton phase (Huber hinge, exact dual bound)

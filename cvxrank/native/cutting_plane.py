@@ -61,6 +61,7 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.bundle import Bundle
+from cvxrank.native.kernels import check_kernel
 from cvxrank.native.oracle import PairFreeOracle, check_threads
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
@@ -383,7 +384,9 @@ def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, to
         plus ``n_shards`` with ``client`` and ``oracle_threads`` without: the
         ``threads`` of :class:`~cvxrank.native.oracle.PairFreeOracle` (the threads of
         its sort, boundary search, sums and ``X w`` over shards of whole queries; 1 by
-        default, None automatic).
+        default, None automatic); and ``oracle_kernel``, its ``kernel`` (``"auto"``:
+        the compiled sweeps when built, :mod:`cvxrank.native.kernels`; ``"numpy"``;
+        ``"compiled"``), with the same results either way.
 
     Returns
     -------
@@ -447,8 +450,8 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     tol, verbose, max_iter, time_limit, warm_start_w, client
         As for :func:`solve_pairfree`.
     **options
-        Passed to :func:`cutting_plane` (``n_shards`` with ``client``; ``oracle_threads`` without,
-        as for :func:`solve_pairfree`).
+        Passed to :func:`cutting_plane` (``n_shards`` with ``client``; ``oracle_threads`` and
+        ``oracle_kernel`` without, as for :func:`solve_pairfree`).
 
     Raises
     ------
@@ -465,6 +468,11 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     variant = problem.variant
     n_shards = options.pop("n_shards", None)
     oracle_threads = check_threads(options.pop("oracle_threads", 1), "oracle_threads")
+    oracle_kernel = options.pop("oracle_kernel", "auto")
+    check_kernel(oracle_kernel)
+    if oracle_kernel != "auto" and (client is not None or variant.margin is not None):
+        raise ValidationError("oracle_kernel is for the local oracle with the papers' margin of 1 (the Dask shards and "
+                              "the margin variants choose their own path)")
     if client is not None:
         if variant.margin is not None:
             raise ValidationError("the Dask oracle takes the papers' margin of 1 only; solve margins locally")
@@ -477,7 +485,7 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
         if n_shards is not None:
             raise ValidationError("n_shards needs a dask client")
         if variant.margin is None:
-            oracle = PairFreeOracle.from_data(problem.data, costs, threads=oracle_threads)
+            oracle = PairFreeOracle.from_data(problem.data, costs, threads=oracle_threads, kernel=oracle_kernel)
         else:
             oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0

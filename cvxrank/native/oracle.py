@@ -17,7 +17,8 @@ same floating-point subtraction, as ``PairSet.margins(w) < 1``). Then
   explicit-pair form, and ``R(w') ≥ W + (Xᵀ v)ᵀ w'`` for every ``w'``
   (the cutting plane of :mod:`cvxrank.native.cutting_plane`).
 
-Algorithm (one call, ``m`` documents, ``n`` features, ``G`` grades): sort the
+Algorithm (one call, ``m`` documents, ``n`` features, ``G`` grades; the numpy
+path, :mod:`cvxrank.native.kernels` has the compiled one): sort the
 scores inside each query (one ``argsort`` of the scores and a stable radix
 sort of the query codes); for every document find, by ``searchsorted`` on the
 scores shifted by the margin (``s_i - 1`` and ``s_i + 1``) and an exact
@@ -196,6 +197,11 @@ class PairFreeOracle:
         documents on a machine with at least 2 cores, else 1. Results as with one thread (module
         docstring). The default is 1 because of memory: across several solves in one process,
         glibc's per-thread arenas keep freed temporaries (module docstring).
+    kernel : {"auto", "compiled", "numpy"}, default "auto"
+        Path of the per-query work (boundaries, weighted counts, band, re-sort):
+        the compiled sweeps of :mod:`cvxrank.native.kernels` (``"auto"``: when
+        built, and for at most :data:`MAX_COMPILED_GRADES` grades) or numpy.
+        The same results bit for bit either way.
 
     Examples
     --------
