@@ -153,6 +153,70 @@ static PyObject *bounds(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* violations() on query q, for G grades (called with G a constant where it is small, so the loops over
+ * grades unroll); returns 1 for a document index or grade code out of range. */
+static ALWAYS_INLINE int violations_query(const double *s, const int64_t *order, const void *gc, int wide,
+                                          const int64_t *off, const double *flat, int64_t G, Py_ssize_t q, double margin,
+                                          double *lower, double *upper, int64_t *p_lo, int64_t *table,
+                                          const double *sb, int64_t *p_out, int32_t *cum, Py_ssize_t m)
+{
+    int64_t st = off[q], en = off[q + 1], L = en - st;
+    for (int64_t g = 0; g < G; g++) {
+        cum[g] = 0;
+    }
+    for (int64_t j = 0; j < L; j++) {
+        int64_t d = order[st + j];
+        int64_t g_d = (d >= 0 && d < m) ? code(gc, wide, d) : -1;
+        if (g_d < 0 || g_d >= G) {
+            return 1;
+        }
+        int32_t *row = cum + j * G;
+        for (int64_t g = 0; g < G; g++) {
+            row[G + g] = row[g] + (g == g_d);
+        }
+    }
+    const double *fq = flat + q * G * G;
+    const int32_t *total = cum + L * G;
+    int64_t k = st, h = st, kb = st;
+    for (int64_t p = st; p < en; p++) {
+        double sp = s[p];
+        k = lo_advance(s, k, p, sp, margin);                      /* [k, end): not beaten by p */
+        h = hi_advance(s, h > p ? h : p + 1, en, sp, margin);     /* [start, h): not beating p */
+        const int32_t *at_k = cum + (k - st) * G, *at_h = cum + (h - st) * G, *at_p = cum + (p - st) * G;
+        int64_t gp = 0;
+        for (int64_t g = 1; g < G; g++) {  /* the grade of p: the one counted between p and p + 1 */
+            gp += g * (int64_t)(at_p[G + g] - at_p[g]);
+        }
+        double lw = 0.0, up = 0.0;
+        for (int64_t g = 0; g < G - 1; g++) {  /* worse partners at [p_lo, end) */
+            int64_t n = (int64_t)total[g] - (int64_t)at_k[g];
+            lw += fq[gp * G + g] * (double)n;
+            if (table && g < gp) {
+                table[q * G * G + gp * G + g] += n;
+            }
+        }
+        for (int64_t g = 1; g < G; g++) {  /* better partners at [start, p_hi) */
+            up += fq[g * G + gp] * (double)at_h[g];
+        }
+        lower[p] = lw;
+        upper[p] = up;
+        if (p_lo) {
+            p_lo[p] = k;
+        }
+        if (sb) {
+            kb = lo_advance(sb, kb, p, sb[p], margin);
+            p_out[p] = kb < k ? kb : k;
+        }
+    }
+    return 0;
+}
+
 /* violations(s_o, order, gc, offsets, flat, G, qa, qb, margin, lower, upper, p_lo, table, s_b, p_out)
  * One pass per query with two pointers and running counts per grade:
  *   p_lo[p] = first k >= start with s_p - s_k < margin, p_hi[p] = first k > p with !(s_k - s_p < margin) (or end),
@@ -231,58 +295,15 @@ static PyObject *violations(PyObject *self, PyObject *args)
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t q = qa; q < qb && !bad; q++) {
-        int64_t st = off[q], en = off[q + 1], L = en - st;
-        for (int64_t g = 0; g < G; g++) {
-            cum[g] = 0;
+#define SWEEP(GG) violations_query(s, order, gc, wide, off, flat, GG, q, margin, lower, upper, p_lo, table, sb, p_out, cum, m)
+        switch (G) {
+        case 2: bad = SWEEP(2); break;
+        case 3: bad = SWEEP(3); break;
+        case 4: bad = SWEEP(4); break;
+        case 5: bad = SWEEP(5); break;
+        default: bad = SWEEP(G);
         }
-        for (int64_t j = 0; j < L; j++) {
-            int64_t d = order[st + j];
-            int64_t g_d = (d >= 0 && d < m) ? code(gc, wide, d) : -1;
-            if (g_d < 0 || g_d >= G) {
-                bad = 1;
-                break;
-            }
-            int32_t *row = cum + j * G;
-            for (int64_t g = 0; g < G; g++) {
-                row[G + g] = row[g] + (g == g_d);
-            }
-        }
-        if (bad) {
-            break;
-        }
-        const double *fq = flat + q * G * G;
-        const int32_t *total = cum + L * G;
-        int64_t k = st, h = st, kb = st;
-        for (int64_t p = st; p < en; p++) {
-            double sp = s[p];
-            k = lo_advance(s, k, p, sp, margin);                      /* [k, end): not beaten by p */
-            h = hi_advance(s, h > p ? h : p + 1, en, sp, margin);     /* [start, h): not beating p */
-            const int32_t *at_k = cum + (k - st) * G, *at_h = cum + (h - st) * G, *at_p = cum + (p - st) * G;
-            int64_t gp = 0;
-            for (int64_t g = 1; g < G; g++) {  /* the grade of p: the one counted between p and p + 1 */
-                gp += g * (int64_t)(at_p[G + g] - at_p[g]);
-            }
-            double lw = 0.0, up = 0.0;
-            for (int64_t g = 0; g < G - 1; g++) {  /* worse partners at [p_lo, end) */
-                int64_t n = (int64_t)total[g] - (int64_t)at_k[g];
-                lw += fq[gp * G + g] * (double)n;
-                if (table && g < gp) {
-                    table[q * G * G + gp * G + g] += n;
-                }
-            }
-            for (int64_t g = 1; g < G; g++) {  /* better partners at [start, p_hi) */
-                up += fq[g * G + gp] * (double)at_h[g];
-            }
-            lower[p] = lw;
-            upper[p] = up;
-            if (p_lo) {
-                p_lo[p] = k;
-            }
-            if (sb) {
-                kb = lo_advance(sb, kb, p, sb[p], margin);
-                p_out[p] = kb < k ? kb : k;
-            }
-        }
+#undef SWEEP
     }
     Py_END_ALLOW_THREADS
     free(cum);
@@ -399,6 +420,55 @@ static PyObject *band(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(n);
 }
 
+/* pair_rows(X, n, better, worse, scale, out): out[i, :] = (X[better_i, :] - X[worse_i, :]) * scale_i
+ * for a C-contiguous float64 X of n columns; the same two operations per entry as numpy's
+ * (X[better] - X[worse]) * scale[:, None], so the same values bit for bit. */
+static PyObject *pair_rows(PyObject *self, PyObject *args)
+{
+    PyObject *o_x, *o_b, *o_w, *o_sc, *o_out;
+    Py_ssize_t n;
+    Arr a[5];
+    if (!PyArg_ParseTuple(args, "OnOOOO", &o_x, &n, &o_b, &o_w, &o_sc, &o_out)) {
+        return NULL;
+    }
+    memset(a, 0, sizeof(a));
+    if (n < 1 || get(o_x, &a[0], 0, 8, 0, "X") || get(o_b, &a[1], 0, 8, 0, "better")) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "internal error: n < 1");
+        }
+        release(a, 5);
+        return NULL;
+    }
+    Py_ssize_t rows = a[0].buf.len / 8 / n, k = a[1].buf.len / 8;
+    if (get(o_w, &a[2], 0, 8, k, "worse") || get(o_sc, &a[3], 0, 8, k, "scale") || get(o_out, &a[4], 1, 8, k * n, "out")) {
+        release(a, 5);
+        return NULL;
+    }
+    const double *X = a[0].buf.buf, *sc = a[3].buf.buf;
+    const int64_t *b = a[1].buf.buf, *w = a[2].buf.buf;
+    double *out = a[4].buf.buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (b[i] < 0 || b[i] >= rows || w[i] < 0 || w[i] >= rows) {
+            bad = 1;
+            break;
+        }
+        const double *xb = X + b[i] * n, *xw = X + w[i] * n;
+        double *o = out + i * n, f = sc[i];
+        for (Py_ssize_t j = 0; j < n; j++) {
+            o[j] = (xb[j] - xw[j]) * f;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(a, 5);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "internal error: a row index out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* resort(s, prev, offsets, qa, qb, out, max_moves) -> bool
  * out[start:end] = prev[start:end] sorted by s (stable) for every query, by insertion; False (out
  * unspecified) when that would take more than max_moves moves. */
@@ -461,6 +531,7 @@ static PyMethodDef methods[] = {
     {"bounds", bounds, METH_VARARGS, "Violation boundaries of every sorted position (two pointers per query)."},
     {"violations", violations, METH_VARARGS, "Violated weight of every sorted position, in one pass per query."},
     {"band", band, METH_VARARGS, "The pairs between two boundaries of lower grade and positive weight."},
+    {"pair_rows", pair_rows, METH_VARARGS, "Scaled differences of rows of X, one per pair."},
     {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},
     {NULL, NULL, 0, NULL},
 };

@@ -42,7 +42,6 @@ import time
 
 import numpy as np
 
-from cvxrank._float64 import dense_rows
 from cvxrank.native.band import band_pairs
 
 __all__ = ["BAND_BUDGET", "smoothed_newton"]
@@ -74,18 +73,18 @@ def _evaluate(oracle, lam, w, delta, budget=None):
     v[order] = v_o
     del v_o, s_o
     ib, iw, c = band_pairs(oracle, order, p_out, p_in)
-    D = dense_rows(oracle.X, ib)  # float64 rows before the subtraction (X may be float32)
-    D -= dense_rows(oracle.X, iw)
+    root = np.sqrt(c / delta)
+    Ds = oracle._pair_rows(ib, iw, root)  # rows sqrt(c_i / δ) d_i, float64: H = 2λI + Dsᵀ Ds
     m = s[ib] - s[iw]
     one_minus = 1.0 - m  # > 0: every band pair has m < 1
     ww = lam * float(w @ w)
     F = ww + max(W_V + vs + float(c @ one_minus), 0.0)
     alpha = np.clip(c * one_minus / delta, 0.0, c)
-    u = -oracle.gradient(v) + D.T @ alpha  # Σ α_i d_i
+    u = -oracle.gradient(v) + Ds.T @ (alpha / root)  # Σ α_i d_i
     lower = W_V + float(alpha.sum()) - float(u @ u) / (4.0 * lam)
     F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + float(c @ one_minus ** 2) / (2.0 * delta)
     grad = 2.0 * lam * w - u
-    H = (D.T * (c / delta)) @ D
+    H = Ds.T @ Ds  # numpy's symmetric rank-k product for a matrix times its own transpose
     H[np.diag_indices_from(H)] += 2.0 * lam
     # duality gap of the smoothed problem: its dual is L(α) - (δ/2) Σ α_i² / c_i
     smooth_gap = F_delta - lower + 0.5 * delta * (W_V + float(alpha @ (alpha / c)) if c.size else W_V)

@@ -68,7 +68,7 @@ from itertools import pairwise
 import numpy as np
 import scipy.sparse as sp
 
-from cvxrank._float64 import matvec, rmatvec
+from cvxrank._float64 import dense_rows, matvec, rmatvec
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.costs import CostTable, cost_table, grade_counts
@@ -262,6 +262,7 @@ class PairFreeOracle:
         self._q16 = qc.astype(np.uint16) if Q <= np.iinfo(np.uint16).max + 1 else None
         self._new_query = np.diff(self._q_sorted) != 0  # a query starts at the next sorted position
         self._prev_order = None  # the last order made (:meth:`_order` starts from it)
+        self._rows_buffer = None  # reused by :meth:`_pair_rows`
         counts = np.bincount(qc * G + gc, minlength=Q * G).reshape(Q, G)
         self._flat = self.values.ravel()
         self._n_pairs = np.tril(counts[:, :, None] * counts[:, None, :], k=-1)
@@ -536,6 +537,25 @@ class PairFreeOracle:
         else:
             self._each(lambda a, b, qa, qb: self._bounds_range(s_o, margin, scalar, p_lo, p_hi, a, b))
         return p_lo, p_hi
+
+    def _pair_rows(self, better, worse, scale) -> np.ndarray:
+        """``(x_better - x_worse) * scale`` row by row, float64 (``len(better) x n``): the Newton phase's scaled
+        pair differences. Compiled for a dense float64 ``X`` (into a buffer the oracle keeps and reuses: the
+        next call overwrites it), else numpy on upcast rows (:func:`~cvxrank._float64.dense_rows`); the same
+        two operations per entry either way."""
+        X, k = self.X, better.shape[0]
+        if (self._compiled and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous
+                and X.shape[1] > 0):
+            n = X.shape[1]
+            if self._rows_buffer is None or self._rows_buffer.size < k * n:
+                self._rows_buffer = np.empty(max(k, 256) * n)
+            out = self._rows_buffer[:k * n].reshape(k, n)
+            sweep().pair_rows(X, n, better, worse, scale, out)
+            return out
+        D = dense_rows(X, better)  # float64 rows before the subtraction (X may be float32)
+        D -= dense_rows(X, worse)
+        D *= scale[:, None]
+        return D
 
     def _below(self, s_o, p_in, margin=1.0):
         """``min(p_lo, p_in)`` for ``p_lo`` of :meth:`_bounds` at ``margin`` (scalar), given ``p_in``, the bound at a
