@@ -2,8 +2,8 @@
 
 :class:`~cvxrank.native.oracle.PairFreeOracle` does its per-query work (the
 boundaries of the violated ranges, the violated weight of every document from
-counts per grade, the band of near-margin pairs of the Newton phase and the
-re-sort from the previous order) either in numpy, a few dozen whole-array
+counts per grade, the band of near-margin pairs of the Newton phase and its
+scaled rows, and the re-sort from the previous order) either in numpy, a few dozen whole-array
 operations per call, or in one compiled pass per query
 (``cvxrank/native/_sweep.c``, built at install when a C compiler is present;
 ``setup.py`` makes it optional). The two paths give the same results bit for
