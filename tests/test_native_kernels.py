@@ -187,6 +187,8 @@ def test_the_compiled_sweeps_reject_arrays_of_the_wrong_kind():
         sweep().bounds(s_o, oracle._offsets, 0, 2, 1.0, np.empty(50, dtype=np.int32), None)
     with pytest.raises(ValueError, match="internal error: array p_lo"):
         sweep().bounds(s_o, oracle._offsets, 0, 2, 1.0, np.empty(49, dtype=np.int64), None)
+    with pytest.raises(ValueError, match="internal error: array p_lo is None"):
+        sweep().bounds(s_o, oracle._offsets, 0, 2, 1.0, None, None)
     with pytest.raises(ValueError, match="query range"):
         sweep().bounds(s_o, oracle._offsets, 0, 3, 1.0, p, None)
     bad_order = np.arange(50, dtype=np.int64)

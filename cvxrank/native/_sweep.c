@@ -23,11 +23,20 @@ typedef struct {
     int held;
 } Arr;
 
+/* The buffer of obj (C-contiguous, writable if asked) with items of itemsize bytes and at least min_items of
+ * them; None only where the name starts with '?' (an optional array: a->held stays 0). */
 static int get(PyObject *obj, Arr *a, int writable, Py_ssize_t itemsize, Py_ssize_t min_items, const char *name)
 {
     a->held = 0;
-    if (obj == Py_None) {
-        return 0;
+    if (name[0] == '?') {
+        name++;
+        if (obj == Py_None) {
+            return 0;
+        }
+    }
+    else if (obj == Py_None) {
+        PyErr_Format(PyExc_ValueError, "internal error: array %s is None", name);
+        return -1;
     }
     if (PyObject_GetBuffer(obj, &a->buf, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0) {
         return -1;
@@ -126,7 +135,7 @@ static PyObject *bounds(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_ssize_t m = a[0].buf.len / 8;
-    if (get(o_lo, &a[2], 1, 8, m, "p_lo") || get(o_hi, &a[3], 1, 8, m, "p_hi")
+    if (get(o_lo, &a[2], 1, 8, m, "p_lo") || get(o_hi, &a[3], 1, 8, m, "?p_hi")
         || check_offsets(a[1].buf.buf, a[1].buf.len / 8, qa, qb, m)) {
         release(a, 4);
         return NULL;
@@ -253,8 +262,8 @@ static PyObject *violations(PyObject *self, PyObject *args)
         || get(o[1], &a[1], 0, 8, m, "order") || get(o[2], &a[2], 0, gsize, m, "grade codes")
         || get(o[3], &a[3], 0, 8, 1, "offsets") || get(o[4], &a[4], 0, 8, 0, "flat")
         || get(o[5], &a[5], 1, 8, m, "lower") || get(o[6], &a[6], 1, 8, m, "upper")
-        || get(o[7], &a[7], 1, 8, m, "p_lo") || get(o[9], &a[9], 0, 8, m, "s_b")
-        || get(o[10], &a[10], 1, 8, m, "p_out")) {
+        || get(o[7], &a[7], 1, 8, m, "?p_lo") || get(o[9], &a[9], 0, 8, m, "?s_b")
+        || get(o[10], &a[10], 1, 8, m, "?p_out")) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "internal error: grade codes must be int32 or int64, 1 <= G <= 64");
         }
@@ -263,7 +272,7 @@ static PyObject *violations(PyObject *self, PyObject *args)
     }
     Py_ssize_t n_off = a[3].buf.len / 8;
     Py_ssize_t n_cells = (n_off - 1) * G * G;
-    if (check_offsets(a[3].buf.buf, n_off, qa, qb, m) || get(o[8], &a[8], 1, 8, n_cells, "table")) {
+    if (check_offsets(a[3].buf.buf, n_off, qa, qb, m) || get(o[8], &a[8], 1, 8, n_cells, "?table")) {
         release(a, 11);
         return NULL;
     }
@@ -538,7 +547,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sweep",
                                     "Compiled sweeps of the pair-free oracle (see cvxrank.native.kernels).", -1,
-                                    methods};
+                                    methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__sweep(void)
 {

@@ -247,9 +247,10 @@ class PairFreeOracle:
         idx = np.int32 if max(m, Q * G * G) < np.iinfo(np.int32).max else np.int64
         self._qc, self._gc = qc, gc.astype(idx)
         self._G = G
-        if self._compiled and G > MAX_COMPILED_GRADES:
-            if kernel == "compiled":
-                raise ValidationError(f"kernel='compiled' takes at most {MAX_COMPILED_GRADES} grades, got {G}")
+        if self._compiled and (G > MAX_COMPILED_GRADES or m >= np.iinfo(np.int32).max):
+            if kernel == "compiled":  # its counts per query are int32
+                raise ValidationError(f"kernel='compiled' takes at most {MAX_COMPILED_GRADES} grades and fewer than "
+                                      f"2^31 - 1 documents, got {G} grades and {m} documents")
             self._compiled = False
         per_query = np.bincount(qc, minlength=Q)
         offsets = np.zeros(Q + 1, dtype=np.int64)
@@ -532,7 +533,7 @@ class PairFreeOracle:
         scalar = np.ndim(margin) == 0
         p_lo = np.empty(m, dtype=np.int64)
         p_hi = np.empty(m, dtype=np.int64) if hi else None
-        if scalar and self._compiled:  # two pointers per query: the same test, so the same positions
+        if scalar and self._compiled and margin > 0:  # two pointers per query: the same test, the same positions
             self._each(lambda a, b, qa, qb: sweep().bounds(s_o, self._offsets, qa, qb, float(margin), p_lo, p_hi))
         else:
             self._each(lambda a, b, qa, qb: self._bounds_range(s_o, margin, scalar, p_lo, p_hi, a, b))
@@ -560,7 +561,7 @@ class PairFreeOracle:
     def _below(self, s_o, p_in, margin=1.0):
         """``min(p_lo, p_in)`` for ``p_lo`` of :meth:`_bounds` at ``margin`` (scalar), given ``p_in``, the bound at a
         smaller margin (:func:`below_bound` walks down from it; the compiled path runs its two pointers)."""
-        if not self._compiled:
+        if not self._compiled or not margin > 0:
             return below_bound(s_o, self._start, p_in, margin)
         out = np.empty(s_o.shape[0], dtype=np.int64)
         self._each(lambda a, b, qa, qb: sweep().bounds(s_o, self._offsets, qa, qb, float(margin), out, None))
