@@ -51,6 +51,22 @@ static int get(PyObject *obj, Arr *a, int writable, Py_ssize_t itemsize, Py_ssiz
     return 0;
 }
 
+/* The grade codes: int32 or int64 (the oracle's layout type), at least m of them; *wide = 1 for int64. */
+static int get_codes(PyObject *obj, Arr *a, Py_ssize_t m, int *wide)
+{
+    a->held = 0;
+    if (PyObject_GetBuffer(obj, &a->buf, PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    a->held = 1;
+    if ((a->buf.itemsize != 4 && a->buf.itemsize != 8) || a->buf.len / a->buf.itemsize < m) {
+        PyErr_SetString(PyExc_ValueError, "internal error: grade codes must be int32 or int64, one per document");
+        return -1;
+    }
+    *wide = a->buf.itemsize == 8;
+    return 0;
+}
+
 static void release(Arr *a, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -58,6 +74,17 @@ static void release(Arr *a, int n)
             PyBuffer_Release(&a[i].buf);
         }
     }
+}
+
+/* Release the buffers and return None, or raise a ValueError with `error` when it is not NULL. */
+static PyObject *done(Arr *a, int n, const char *error)
+{
+    release(a, n);
+    if (error) {
+        PyErr_SetString(PyExc_ValueError, error);
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* grade code of document d: int32 or int64 */
@@ -158,8 +185,7 @@ static PyObject *bounds(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    release(a, 4);
-    Py_RETURN_NONE;
+    return done(a, 4, NULL);
 }
 
 #if defined(__GNUC__)
@@ -251,21 +277,14 @@ static PyObject *violations(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_ssize_t m = a[0].buf.len / 8;
-    Py_buffer probe;
-    if (PyObject_GetBuffer(o[2], &probe, PyBUF_C_CONTIGUOUS) < 0) {
-        release(a, 11);
-        return NULL;
-    }
-    Py_ssize_t gsize = probe.itemsize;
-    PyBuffer_Release(&probe);
-    if ((gsize != 4 && gsize != 8) || G < 1 || G > 64
-        || get(o[1], &a[1], 0, 8, m, "order") || get(o[2], &a[2], 0, gsize, m, "grade codes")
+    int wide;
+    if (G < 1 || G > 64 || get(o[1], &a[1], 0, 8, m, "order") || get_codes(o[2], &a[2], m, &wide)
         || get(o[3], &a[3], 0, 8, 1, "offsets") || get(o[4], &a[4], 0, 8, 0, "flat")
         || get(o[5], &a[5], 1, 8, m, "lower") || get(o[6], &a[6], 1, 8, m, "upper")
         || get(o[7], &a[7], 1, 8, m, "?p_lo") || get(o[9], &a[9], 0, 8, m, "?s_b")
         || get(o[10], &a[10], 1, 8, m, "?p_out")) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "internal error: grade codes must be int32 or int64, 1 <= G <= 64");
+            PyErr_SetString(PyExc_ValueError, "internal error: 1 <= G <= 64 grades");
         }
         release(a, 11);
         return NULL;
@@ -285,7 +304,6 @@ static PyObject *violations(PyObject *self, PyObject *args)
     const double *s = a[0].buf.buf, *flat = a[4].buf.buf, *sb = a[9].held ? a[9].buf.buf : NULL;
     const int64_t *order = a[1].buf.buf, *off = a[3].buf.buf;
     const void *gc = a[2].buf.buf;
-    int wide = gsize == 8;
     double *lower = a[5].buf.buf, *upper = a[6].buf.buf;
     int64_t *p_lo = a[7].held ? a[7].buf.buf : NULL, *table = a[8].held ? a[8].buf.buf : NULL;
     int64_t *p_out = a[10].held ? a[10].buf.buf : NULL;
@@ -316,12 +334,7 @@ static PyObject *violations(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     free(cum);
-    release(a, 11);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "internal error: a document index or grade code out of range");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return done(a, 11, bad ? "internal error: a document index or grade code out of range" : NULL);
 }
 
 /* band(order, gc, offsets, p_out, p_in, flat, G, qa, qb, start, better, worse, weight) -> count
@@ -342,20 +355,13 @@ static PyObject *band(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_ssize_t m = a[0].buf.len / 8;
-    Py_buffer probe;
-    if (PyObject_GetBuffer(o[1], &probe, PyBUF_C_CONTIGUOUS) < 0) {
-        release(a, 9);
-        return NULL;
-    }
-    Py_ssize_t gsize = probe.itemsize;
-    PyBuffer_Release(&probe);
-    if ((gsize != 4 && gsize != 8) || G < 1
-        || get(o[1], &a[1], 0, gsize, m, "grade codes") || get(o[2], &a[2], 0, 8, 1, "offsets")
+    int wide;
+    if (G < 1 || get_codes(o[1], &a[1], m, &wide) || get(o[2], &a[2], 0, 8, 1, "offsets")
         || get(o[3], &a[3], 0, 8, m, "p_out") || get(o[4], &a[4], 0, 8, m, "p_in")
         || get(o[5], &a[5], 0, 8, 0, "flat") || get(o[6], &a[6], 1, 8, 0, "better")
         || get(o[7], &a[7], 1, 8, 0, "worse") || get(o[8], &a[8], 1, 8, 0, "weight")) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "internal error: grade codes must be int32 or int64, G >= 1");
+            PyErr_SetString(PyExc_ValueError, "internal error: G >= 1 grades");
         }
         release(a, 9);
         return NULL;
@@ -379,7 +385,6 @@ static PyObject *band(PyObject *self, PyObject *args)
     }
     const int64_t *order = a[0].buf.buf, *off = a[2].buf.buf, *p_out = a[3].buf.buf, *p_in = a[4].buf.buf;
     const void *gc = a[1].buf.buf;
-    int wide = gsize == 8;
     const double *flat = a[5].buf.buf;
     int64_t *better = a[6].buf.buf, *worse = a[7].buf.buf;
     double *weight = a[8].buf.buf;
@@ -470,12 +475,7 @@ static PyObject *pair_rows(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    release(a, 5);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "internal error: a row index out of range");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return done(a, 5, bad ? "internal error: a row index out of range" : NULL);
 }
 
 /* resort(s, prev, offsets, qa, qb, out, max_moves) -> bool
