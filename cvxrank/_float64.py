@@ -111,5 +111,5 @@ def dense_rows(X, index) -> np.ndarray:
     index = np.asarray(index)
     if sp.issparse(X):
         return X[index].toarray().astype(np.float64, copy=False)
-    # np.take: several times faster than X[index] for a 2-D array (measured 94 against 430 µs, 3,700 rows of 45)
+    # np.take: a little faster than X[index] for rows of a 2-D array (0.52 against 0.59 ms, 3,700 rows of 45)
     return np.take(X, index, axis=0).astype(np.float64, copy=False)

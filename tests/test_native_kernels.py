@@ -236,3 +236,15 @@ def test_solve_pairfree_takes_the_oracle_kernel():
     assert (a.objective, a.dual_objective) == (b.objective, b.dual_objective)
     with pytest.raises(ValidationError, match="kernel must be one of"):
         solve_pairfree(data, lam=0.3, oracle_kernel="gpu")
+
+
+def test_oracle_kernel_is_refused_where_it_does_not_apply():
+    """The margin variants run their own oracle: asking them for a kernel is an error, not ignored."""
+    from cvxrank.native.cutting_plane import solve_cutting_plane
+    from cvxrank.problem import RankingProblem
+    from cvxrank.variants import Variant
+
+    data = _data(4, m=60, n_queries=3)
+    problem = RankingProblem(data, lam=0.3, variant=Variant(margin="grade_difference"))
+    with pytest.raises(ValidationError, match="oracle_kernel is for the local oracle"):
+        solve_cutting_plane(problem, oracle_kernel="numpy")

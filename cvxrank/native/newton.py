@@ -18,8 +18,9 @@ and ``B = {i : 1 - δ ≤ m_i < 1}`` (the band). Pair-free evaluation:
   ``s / (1 - δ)``: ``W_V = Σ_V c_i``, ``Σ_V c_i d_i = -Xᵀ v_V`` and
   ``Σ_V c_i (1 - m_i) = W_V + v_Vᵀ s``;
 * the band ``B`` is enumerated (:func:`~cvxrank.native.band.band_pairs`, between the
-  boundary at ``s / (1 - δ)`` and the one at ``s``, found by walking down from it,
-  :func:`~cvxrank.native.oracle.below_bound`):
+  boundary at ``s / (1 - δ)`` and the one at ``s``, found by walking down from it
+  (:func:`~cvxrank.native.oracle.below_bound`; in the same pass as the sums with the
+  compiled sweeps of :mod:`cvxrank.native.kernels`)):
   it holds about ``δ`` times the pair density at the margin, a few hundred to a
   few thousand pairs for the widths used, never all pairs (``δ`` is halved
   until it holds at most ``budget`` pairs).
