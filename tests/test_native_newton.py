@@ -147,3 +147,29 @@ def test_newton_phase_is_left_out_where_it_would_not_pay(monkeypatch):
     sparse = make_ranking(n_queries=3, docs_per_query=(5, 8), n_features=2500, density=0.002, random_state=1)
     res = cutting_plane(PairFreeOracle.from_data(sparse), 1.0, tol=1e-6)
     assert "delta" not in res.history and res.status == "optimal"
+
+
+def test_budget_halves_the_width_until_the_band_fits():
+    """With ``budget``, δ is the first of δ₀, δ₀/2, ... whose band ``[1 - δ, 1)`` holds at most ``budget`` pairs of
+    documents of one query (grades not checked), counted here from the explicit score differences."""
+    inst = TiedInstance(7, lam=0.1)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    w = np.random.default_rng(1).standard_normal(oracle.n_features)
+    s = oracle.scores(w)
+    w *= 2.0 / np.std(s)
+    s = oracle.scores(w)
+    qid = inst.data.qid
+    diff = np.concatenate([(s[qid == q][:, None] - s[qid == q][None, :]).ravel() for q in np.unique(qid)])
+
+    def count(delta):
+        assert np.min(np.abs(diff - (1 - delta))) > 1e-9  # away from rounding at the band's edge
+        return int(np.count_nonzero((diff >= 1 - delta) & (diff < 1)))
+
+    delta0 = 0.5
+    assert count(delta0) > 40
+    for budget in (0, 5, 40, count(delta0)):
+        *_, k, _smooth_gap, delta = _evaluate(oracle, inst.lam, w, delta0, budget)
+        halvings = round(np.log2(delta0 / delta))
+        assert delta == delta0 / 2 ** halvings
+        assert k <= count(delta) <= budget or delta <= 1e-12
+        assert halvings == 0 or count(2 * delta) > budget

@@ -51,6 +51,19 @@ __all__ = ["BAND_BUDGET", "smoothed_newton"]
 BAND_BUDGET = 20_000
 
 
+def _fit_band(oracle, s_o, delta, budget):
+    """``δ`` halved until ``[1 - δ, 1)`` holds at most ``budget`` pairs of positions (grades not checked).
+
+    Counted from boundary searches alone (no sums, no band): ``p_out`` at margin 1 once, ``p_in`` at margin
+    ``1 - δ`` per width. The test here is ``s_p - s_k < 1 - δ`` on ``s``, the evaluation's is on
+    ``s / (1 - δ)``: they can differ for pairs within rounding of the edge, which the caller re-checks.
+    """
+    p_out = oracle._bounds(s_o, hi=False)[0]
+    while delta > 1e-12 and int((oracle._bounds(s_o, 1.0 - delta, hi=False)[0] - p_out).sum()) > budget:
+        delta /= 2.0
+    return delta
+
+
 def _evaluate(oracle, lam, w, delta, budget=None):
     """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient and Hessian, and the dual bound ``L(α)``.
 
@@ -62,7 +75,9 @@ def _evaluate(oracle, lam, w, delta, budget=None):
     s = oracle.scores(w)
     order = oracle._order(s)  # also sorts s / (1 - δ)
     s_o = s[order]
-    while True:
+    if budget is not None:
+        delta = _fit_band(oracle, s_o, delta, budget)
+    while True:  # with ``budget``: a re-check on the evaluation's own band (rounding at its edges)
         # [p_in, end): margin < 1 - δ (the set V, summed); [p_out, end): margin < 1 (p_out found from p_in down)
         W_V, v_o, _, p_in, p_out = oracle._violations(s_o / (1.0 - delta), order, s_band=s_o)
         if budget is None or delta <= 1e-12 or int((p_in - p_out).sum()) <= budget:
