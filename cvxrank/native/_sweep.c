@@ -87,6 +87,18 @@ static PyObject *done(Arr *a, int n, const char *error)
     Py_RETURN_NONE;
 }
 
+/* Zero the n buffers and take the call's first array (8-byte items, read-only), whose length m the others
+ * are checked against: m, or -1 with the error set and nothing held. */
+static Py_ssize_t first(PyObject *o, Arr *a, int n, const char *name)
+{
+    memset(a, 0, sizeof(Arr) * (size_t)n);
+    if (get(o, &a[0], 0, 8, 0, name)) {
+        release(a, n);
+        return -1;
+    }
+    return a[0].buf.len / 8;
+}
+
 /* grade code of document d: int32 or int64 */
 static inline int64_t code(const void *gc, int wide, int64_t d)
 {
@@ -156,13 +168,11 @@ static PyObject *bounds(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOnndOO", &o_s, &o_off, &qa, &qb, &margin, &o_lo, &o_hi)) {
         return NULL;
     }
-    memset(a, 0, sizeof(a));
-    if (get(o_s, &a[0], 0, 8, 0, "s_o") || get(o_off, &a[1], 0, 8, 1, "offsets")) {
-        release(a, 4);
+    Py_ssize_t m = first(o_s, a, 4, "s_o");
+    if (m < 0) {
         return NULL;
     }
-    Py_ssize_t m = a[0].buf.len / 8;
-    if (get(o_lo, &a[2], 1, 8, m, "p_lo") || get(o_hi, &a[3], 1, 8, m, "?p_hi")
+    if (get(o_off, &a[1], 0, 8, 1, "offsets") || get(o_lo, &a[2], 1, 8, m, "p_lo") || get(o_hi, &a[3], 1, 8, m, "?p_hi")
         || check_offsets(a[1].buf.buf, a[1].buf.len / 8, qa, qb, m)) {
         release(a, 4);
         return NULL;
@@ -271,12 +281,10 @@ static PyObject *violations(PyObject *self, PyObject *args)
                           &o[5], &o[6], &o[7], &o[8], &o[9], &o[10])) {
         return NULL;
     }
-    memset(a, 0, sizeof(a));
-    if (get(o[0], &a[0], 0, 8, 0, "s_o")) {
-        release(a, 11);
+    Py_ssize_t m = first(o[0], a, 11, "s_o");
+    if (m < 0) {
         return NULL;
     }
-    Py_ssize_t m = a[0].buf.len / 8;
     int wide;
     if (G < 1 || G > 64 || get(o[1], &a[1], 0, 8, m, "order") || get_codes(o[2], &a[2], m, &wide)
         || get(o[3], &a[3], 0, 8, 1, "offsets") || get(o[4], &a[4], 0, 8, 0, "flat")
@@ -349,12 +357,10 @@ static PyObject *band(PyObject *self, PyObject *args)
                           &o[6], &o[7], &o[8])) {
         return NULL;
     }
-    memset(a, 0, sizeof(a));
-    if (get(o[0], &a[0], 0, 8, 0, "order")) {
-        release(a, 9);
+    Py_ssize_t m = first(o[0], a, 9, "order");
+    if (m < 0) {
         return NULL;
     }
-    Py_ssize_t m = a[0].buf.len / 8;
     int wide;
     if (G < 1 || get_codes(o[1], &a[1], m, &wide) || get(o[2], &a[2], 0, 8, 1, "offsets")
         || get(o[3], &a[3], 0, 8, m, "p_out") || get(o[4], &a[4], 0, 8, m, "p_in")
@@ -489,12 +495,10 @@ static PyObject *resort(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOnnOn", &o_s, &o_prev, &o_off, &qa, &qb, &o_out, &max_moves)) {
         return NULL;
     }
-    memset(a, 0, sizeof(a));
-    if (get(o_s, &a[0], 0, 8, 0, "s")) {
-        release(a, 4);
+    Py_ssize_t m = first(o_s, a, 4, "s");
+    if (m < 0) {
         return NULL;
     }
-    Py_ssize_t m = a[0].buf.len / 8;
     if (get(o_prev, &a[1], 0, 8, m, "prev") || get(o_off, &a[2], 0, 8, 1, "offsets")
         || get(o_out, &a[3], 1, 8, m, "out") || check_offsets(a[2].buf.buf, a[2].buf.len / 8, qa, qb, m)) {
         release(a, 4);
