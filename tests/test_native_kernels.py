@@ -149,8 +149,8 @@ def test_newton_evaluation_equal_the_numpy_path():
     for delta in (0.5, 0.05, 1e-3):
         a, b = _evaluate(c, 0.7, w, delta, budget=50), _evaluate(n, 0.7, w, delta, budget=50)
         for x, y in zip(a, b):
-            np.testing.assert_array_equal(np.asarray(x[0] if isinstance(x, tuple) else x),
-                                          np.asarray(y[0] if isinstance(y, tuple) else y))
+            for xi, yi in zip(x if isinstance(x, tuple) else (x,), y if isinstance(y, tuple) else (y,)):
+                np.testing.assert_array_equal(np.asarray(xi), np.asarray(yi))
 
 
 @compiled
@@ -196,6 +196,29 @@ def test_the_compiled_sweeps_reject_arrays_of_the_wrong_kind():
     with pytest.raises(ValueError, match="out of range"):
         sweep().violations(s_o, bad_order, oracle._gc, oracle._offsets, oracle._flat, oracle._G, 0, 2, 1.0,
                            np.empty(50), np.empty(50), None, None, None, None)
+
+
+@compiled
+def test_non_finite_scores_never_move_a_boundary_out_of_its_query():
+    """An infinite or NaN score (the scaled scores of a width of 1, say) fails the test at ``p`` itself; the
+    boundaries still stay in ``[start, p]``: garbage that callers reject, never a read or write out of bounds."""
+    from cvxrank.native.kernels import sweep
+
+    data = _data(2, m=60, n_queries=3)
+    oracle = PairFreeOracle.from_data(data, kernel="compiled")
+    start = oracle._start
+    for bad in (np.inf, -np.inf, np.nan):
+        s_o = np.full(60, bad)
+        s_o[::7] = 0.5
+        p_lo, p_hi = np.empty(60, dtype=np.int64), np.empty(60, dtype=np.int64)
+        sweep().bounds(s_o, oracle._offsets, 0, 3, 1.0, p_lo, p_hi)
+        pos = np.arange(60)
+        assert np.all((start <= p_lo) & (p_lo <= pos)) and np.all((pos < p_hi) & (p_hi <= oracle._end))
+        order = np.arange(60, dtype=np.int64)
+        lower, upper, p_v = np.empty(60), np.empty(60), np.empty(60, dtype=np.int64)
+        sweep().violations(s_o, order, oracle._gc, oracle._offsets, oracle._flat, oracle._G, 0, 3, 1.0,
+                           lower, upper, p_v, None, None, None)
+        assert np.all((start <= p_v) & (p_v <= pos))
 
 
 def test_kernel_choice_is_checked(monkeypatch):

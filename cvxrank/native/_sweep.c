@@ -125,16 +125,21 @@ static int check_offsets(const int64_t *off, Py_ssize_t n_off, Py_ssize_t qa, Py
  * because the test is monotone along sorted scores, so their count is the step), and loop only when all
  * four moved: a scalar loop's exit is a branch the processor mispredicts about once per document. */
 
-/* first k' >= k with k' = p or s_p - s[k'] < margin (needs margin > 0, k <= p) */
+/* first k' >= k with k' = p or s_p - s[k'] < margin (needs margin > 0, k <= p). Never past p, even where
+ * the test is not monotone or fails at p itself (a NaN or infinite score: garbage bounds, which callers
+ * reject, but no overrun) */
 static inline int64_t lo_advance(const double *s, int64_t k, int64_t p, double sp, double margin)
 {
     for (;;) {
+        if (k >= p) {
+            return p;
+        }
         int64_t j0 = k, j1 = k + 1 < p ? k + 1 : p, j2 = k + 2 < p ? k + 2 : p, j3 = k + 3 < p ? k + 3 : p;
         int64_t step = (int64_t)!(sp - s[j0] < margin) + (int64_t)!(sp - s[j1] < margin)
                        + (int64_t)!(sp - s[j2] < margin) + (int64_t)!(sp - s[j3] < margin);
         k += step;
         if (step < 4) {
-            return k;
+            return k < p ? k : p;
         }
     }
 }
