@@ -79,7 +79,7 @@ def test_dual_bound_of_any_point_is_below_the_optimum(seed):
     for delta in (0.5, 0.1, 1e-3):
         for scale in (0.1, 1.0, 10.0):
             w = rng.standard_normal(oracle.n_features) * scale
-            F, F_delta, _grad, _H, (lower, _u), _k, smooth_gap, _ = _evaluate(oracle, inst.lam, w, delta)
+            F, F_delta, _grad, _H, (lower, _u, _u_band), _k, smooth_gap, _ = _evaluate(oracle, inst.lam, w, delta)
             assert lower <= F_ref * (1 + 1e-12)
             assert F == pytest.approx(hinge_objective(inst.pairs, w, inst.weights, inst.lam), rel=1e-12)
             assert F_delta <= F + 1e-12 * F  # the Huber loss lies below the hinge
@@ -173,3 +173,52 @@ def test_budget_halves_the_width_until_the_band_fits():
         assert delta == delta0 / 2 ** halvings
         assert k <= count(delta) <= budget or delta <= 1e-12
         assert halvings == 0 or count(2 * delta) > budget
+
+
+def _smoothed_minimiser(oracle, lam, w, delta):
+    """Damped Newton on ``F_δ`` to its minimiser (tiny data): the point and the last evaluation."""
+    for _ in range(100):
+        ev = _evaluate(oracle, lam, w, delta)
+        _F, Fd, g, H, *_ = ev
+        if float(g @ g) < 1e-24 * max(1.0, Fd) ** 2:
+            return w, ev
+        p = -np.linalg.solve(H, g)
+        t = 1.0
+        while _evaluate(oracle, lam, w + t * p, delta)[1] > Fd + 1e-4 * t * float(g @ p) and t > 1e-12:
+            t /= 2.0
+        w = w + t * p
+    raise AssertionError("Newton did not converge on the smoothed problem")
+
+
+def test_tangent_predicts_the_path_of_minimisers():
+    """The band's part ``Σ_B α_i d_i`` against the explicit pairs, and the tangent step to ``δ'`` (the continuation
+    of the Newton phase) against the minimiser of ``F_δ'``: first order, so its error is far below the step."""
+    inst = TiedInstance(0, lam=0.1)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    delta = 0.2
+    w0 = _smoothed_minimiser(oracle, inst.lam, np.zeros(oracle.n_features), 0.5)[0]
+    w, (_F, _Fd, _g, H, (_lower, _u, u_band), k, _sg, _) = _smoothed_minimiser(oracle, inst.lam, w0, delta)
+    m = inst.pairs.margins(w)
+    band = (m >= 1 - delta) & (m < 1)
+    assert k == np.count_nonzero(band) > 5
+    alpha = inst.weights[band] * (1 - m[band]) / delta
+    D = np.asarray(inst.pairs.difference_matrix()[band].todense()) if sp.issparse(inst.data.X) \
+        else inst.pairs.difference_matrix()[band]
+    np.testing.assert_allclose(u_band, D.T @ alpha, rtol=1e-10, atol=1e-12 * np.abs(D.T @ alpha).max())
+    for smaller in (delta * (1 - 1e-3), delta * (1 - 1e-2)):
+        target = _smoothed_minimiser(oracle, inst.lam, w, smaller)[0]
+        predicted = w + (delta - smaller) / delta * np.linalg.solve(H, u_band)
+        step = np.linalg.norm(target - w)
+        assert step > 1e-8 * np.linalg.norm(w)
+        assert np.linalg.norm(predicted - target) <= 0.05 * step
+
+
+@pytest.mark.parametrize("delta", [0.0, -0.1, 0.75, 1.0, float("nan")])
+def test_first_width_outside_the_range_is_refused(delta):
+    from cvxrank.native.newton import smoothed_newton
+
+    inst = TiedInstance(1, lam=0.1)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    with pytest.raises(ValidationError, match=r"delta must be in \(0, 1/2\]"):
+        smoothed_newton(oracle, inst.lam, np.zeros(oracle.n_features), upper=1.0, lower=0.0, tol=1e-6, target=1e-6,
+                        max_calls=10, delta=delta)

@@ -79,13 +79,13 @@ def test_newton_evaluation_matches_one_thread():
     for delta in (0.5, 0.1, 0.01):
         a = _evaluate(one, 0.5, w, delta, budget=200)
         b = _evaluate(many, 0.5, w, delta, budget=200)
-        assert len(_flat(a)) == 9
+        assert len(_flat(a)) == 10
         for x, y in zip(_flat(a), _flat(b)):
             np.testing.assert_array_equal(x, y)
 
 
 def _flat(values):
-    """``_evaluate``'s results (F, F_δ, gradient, Hessian, (L, u), band size, smoothed gap, δ) flattened."""
+    """``_evaluate``'s results (F, F_δ, gradient, Hessian, (L, u, u_B), band size, smoothed gap, δ) flattened."""
     out = []
     for x in values:
         out.extend(_flat(x) if isinstance(x, tuple) else [x])

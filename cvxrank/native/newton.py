@@ -35,6 +35,16 @@ of ``F_δ``, ``w = Σ α_i d_i / (2λ)`` and ``F(w) - L(α) = Σ_{i∈B} c_i (1 
 (1 - (1 - m_i)/δ) ≤ (δ/4) Σ_B c_i``: the gap shrinks like ``δ²`` (the band holds
 ``O(δ)`` weight), so a few halvings of ``δ`` after a few Newton steps each reach
 1e-6. ``F(w)`` is always the exact objective from the oracle.
+
+Continuation. When ``δ`` shrinks to ``δ'``, the next Newton steps start on the
+tangent of the path of minimisers ``w(δ)``, not at ``w``: with ``V`` and ``B``
+held fixed, differentiating ``∇F_δ(w(δ)) = 0`` (where ``α_i = c_i (1 - m_i)/δ``
+on ``B``) gives ``H dw/dδ = -(1/δ) Σ_{i∈B} α_i d_i``, so
+
+.. math:: w(\\delta') \\approx w + \\frac{\\delta - \\delta'}{\\delta} H^{-1} \\sum_{i \\in B} \\alpha_i d_i,
+
+one solve with the ``H`` already formed and no oracle call. On the OHSUMED-sized
+benchmark it saves 3 to 4 evaluations per solve (measured: ``docs/native.md``).
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ import time
 
 import numpy as np
 
+from cvxrank.exceptions import ValidationError
 from cvxrank.native.band import band_pairs
 
 __all__ = ["BAND_BUDGET", "smoothed_newton"]
@@ -70,7 +81,8 @@ def _evaluate(oracle, lam, w, delta, budget=None):
     One sort and two boundary searches: at ``s`` (``m_i < 1``) and at ``s / (1 - δ)`` (``m_i < 1 - δ``,
     the set ``V``). The pairs between them are the band ``B``, and ``F(w) = λ‖w‖² + Σ_V c_i (1 - m_i)
     + Σ_B c_i (1 - m_i)`` needs no third search. With ``budget``, ``δ`` is halved until the band holds
-    at most that many pairs (grades not checked); the ``δ`` used is returned last.
+    at most that many pairs (grades not checked); the ``δ`` used is returned last. The bound comes as
+    ``(L(α), Σ_i α_i d_i, Σ_{i∈B} α_i d_i)``: the last, the band's part, gives the path's tangent.
     """
     s = oracle.scores(w)
     order = oracle._order(s)  # also sorts s / (1 - δ)
@@ -96,7 +108,8 @@ def _evaluate(oracle, lam, w, delta, budget=None):
     ww = lam * float(w @ w)
     F = ww + max(W_V + vs + float(c @ one_minus), 0.0)
     alpha = np.clip(c * one_minus / delta, 0.0, c)
-    u = -oracle.gradient(v) + Ds.T @ (alpha / root)  # Σ α_i d_i
+    u_B = Ds.T @ (alpha / root)  # Σ_B α_i d_i
+    u = -oracle.gradient(v) + u_B  # Σ α_i d_i
     lower = W_V + float(alpha.sum()) - float(u @ u) / (4.0 * lam)
     F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + float(c @ one_minus ** 2) / (2.0 * delta)
     grad = 2.0 * lam * w - u
@@ -104,7 +117,7 @@ def _evaluate(oracle, lam, w, delta, budget=None):
     H[np.diag_indices_from(H)] += 2.0 * lam
     # duality gap of the smoothed problem: its dual is L(α) - (δ/2) Σ α_i² / c_i
     smooth_gap = F_delta - lower + 0.5 * delta * (W_V + float(alpha @ (alpha / c)) if c.size else W_V)
-    return F, F_delta, grad, H, (lower, u), c.shape[0], smooth_gap, delta
+    return F, F_delta, grad, H, (lower, u, u_B), c.shape[0], smooth_gap, delta
 
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
@@ -126,7 +139,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     max_calls : int
         Cap on evaluations (each one exact objective, the band and the sums over ``V``).
     delta : float, optional
-        First width (default ``min(1/2, sqrt(relative gap))``).
+        First width, in ``(0, 1/2]`` (default ``min(1/2, sqrt(relative gap))``).
     budget : int, default 20000
         Most pairs enumerated in the band.
     shrink : float, default 10
@@ -135,7 +148,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         ``F_δ(w) - L(α) + (δ/2) Σ α_i²/c_i``), by the factor that would bring
         the gap (which falls like ``δ²``) to 0.3 x the target, within
         ``[1/shrink, 1/2]``: shrinking further than needed empties the band
-        and Newton's model with it.
+        and Newton's model with it. The next steps start from the
+        tangent predictor above.
     stall_after : int, default 20
         Stop when the gap has not shrunk by 0.1 % in this many Newton steps.
     max_backtrack : int, default 5
@@ -155,6 +169,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     best_rel, since = np.inf, 0
     rel = (F_best - lower) / F_best
     delta = float(min(0.5, max(np.sqrt(rel), 1e-8))) if delta is None else float(delta)
+    if not 0.0 < delta <= 0.5:  # s / (1 - δ) must stay finite and above s
+        raise ValidationError(f"delta must be in (0, 1/2], got {delta!r}")
     rows, calls = [], 0
 
     F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, delta, budget)
@@ -183,8 +199,9 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         if sg <= 0.1 * (F_best - lower) and delta > 1e-12:
             # the gap at the smoothed optimum falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2]
             factor = np.sqrt(0.3 * target * F_best / max(F_best - lower, 1e-300))
-            F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, delta * min(0.5, max(1.0 / shrink, factor)),
-                                                     budget)
+            smaller = delta * min(0.5, max(1.0 / shrink, factor))
+            w = w + (delta - smaller) / delta * np.linalg.solve(H, L[2])  # along the tangent of w(δ)
+            F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, smaller, budget)
             calls += 1
             continue
         t, accepted = 1.0, False
