@@ -108,43 +108,20 @@ def test_calls_from_the_previous_order_equal_the_numpy_path(threads):
 
 @compiled
 def test_insertion_sort_gives_way_when_the_scores_moved_far():
-    """A reversal of every query needs about L²/2 moves: past the cap per document the query is merge sorted
-    from the last order instead, and the order is exact either way (also from documents in random order, ties,
-    queries of one document and more than the runs of 16 the merge sort starts from)."""
+    """A reversal of every query needs about L²/2 moves: the capped insertion sort returns False, the oracle
+    sorts instead, and the order is exact either way."""
     from cvxrank.native.kernels import sweep
 
     data = _data(3, m=400, n_queries=2)
     oracle = PairFreeOracle.from_data(data, kernel="compiled")
-    offsets = oracle._offsets
     s = np.random.default_rng(0).standard_normal(data.n_documents)
     prev = oracle._order(s)
     out = np.empty_like(prev)
-    assert sweep().resort(s, prev, offsets, 0, 2, out, 0) == 0  # already sorted: no move, no merge sort
+    assert sweep().resort(s, prev, oracle._offsets, 0, 2, out, 0)  # already sorted: no move at all
     np.testing.assert_array_equal(out, prev)
-    assert sweep().resort(-s, prev, offsets, 0, 2, out, 4) == 2  # both queries merge sorted
-    assert np.all((np.diff(-s[out]) >= 0) | oracle._new_query)
-    assert sweep().resort(-s, prev, offsets, 0, 2, out, 10 ** 6) == 0  # by insertion alone: the same order
-    assert np.all((np.diff(-s[out]) >= 0) | oracle._new_query)
+    assert not sweep().resort(-s, prev, oracle._offsets, 0, 2, out, 4 * data.n_documents)
     order = oracle._order(-s)
     assert np.all((np.diff(-s[order]) >= 0) | oracle._new_query)
-    rng = np.random.default_rng(1)
-    for sizes in ([1, 2, 15, 16, 17, 33, 100, 300], [1] * 20, [40]):
-        offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        m = int(offs[-1])
-        for scores in (rng.standard_normal(m), rng.integers(0, 3, m).astype(float)):
-            grouped = np.concatenate([rng.permutation(np.arange(a, b)) for a, b in zip(offs[:-1], offs[1:])])
-            grouped = grouped.astype(np.int64)
-            res = np.empty(m, dtype=np.int64)
-            n_sorted = sweep().resort(scores, grouped, offs, 0, len(sizes), res, 0)
-            assert 0 <= n_sorted <= len(sizes)
-            for a, b in zip(offs[:-1], offs[1:]):
-                assert sorted(res[a:b]) == list(range(a, b))  # the query's documents, each once
-                assert np.all(np.diff(scores[res[a:b]]) >= 0)
-                # stable: ties keep the order they had in the input
-                tied = scores[res[a:b]]
-                rank = {d: i for i, d in enumerate(grouped[a:b])}
-                assert all(rank[x] < rank[y] for x, y, u, v in zip(res[a:b - 1], res[a + 1:b], tied[:-1], tied[1:])
-                           if u == v)
 
 
 @compiled

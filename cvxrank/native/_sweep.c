@@ -4,9 +4,8 @@
  * The same arithmetic as the numpy path, one pass per query instead of a few dozen numpy
  * operations over all documents: the boundaries by two pointers (the test s_p - s_k < margin is
  * monotone along a query's sorted scores, so every boundary only moves forward), the sums of
- * violated weight from prefix counts per grade, the band of near-margin pairs, and a sort of
- * every query from the previous order (by insertion: scores move little between calls; by a merge sort
- * where they moved far). Every result equals the numpy
+ * violated weight from prefix counts per grade, the band of near-margin pairs, and an insertion
+ * sort from the previous order (scores move little between calls). Every result equals the numpy
  * path's bit for bit (the same floating-point test; the sums added in the same order), which
  * tests/test_native_kernels.py checks. No NumPy C API: the arrays arrive through the buffer
  * protocol, their dtypes and lengths checked by the Python wrappers (cvxrank/native/kernels.py)
@@ -490,57 +489,15 @@ static PyObject *pair_rows(PyObject *self, PyObject *args)
     return done(a, 5, bad ? "internal error: a row index out of range" : NULL);
 }
 
-/* a[0:n] sorted by s[a[i]] (stable): insertion sort of runs of 16, then bottom-up merges between a and
- * tmp (n entries). Comparisons only, so a NaN score gives some order, never an overrun. */
-static void sort_block(const double *s, int64_t *a, int64_t *tmp, int64_t n)
-{
-    const int64_t run = 16;
-    for (int64_t r0 = 0; r0 < n; r0 += run) {
-        int64_t r1 = r0 + run < n ? r0 + run : n;
-        for (int64_t i = r0 + 1; i < r1; i++) {
-            int64_t x = a[i], j = i;
-            double v = s[x];
-            while (j > r0 && s[a[j - 1]] > v) {
-                a[j] = a[j - 1];
-                j--;
-            }
-            a[j] = x;
-        }
-    }
-    int64_t *src = a, *dst = tmp;
-    for (int64_t width = run; width < n; width *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * width) {
-            int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) {
-                dst[k++] = s[src[j]] < s[src[i]] ? src[j++] : src[i++];
-            }
-            while (i < mid) {
-                dst[k++] = src[i++];
-            }
-            while (j < hi) {
-                dst[k++] = src[j++];
-            }
-        }
-        int64_t *swap = src;
-        src = dst;
-        dst = swap;
-    }
-    if (src != a) {
-        memcpy(a, src, sizeof(int64_t) * (size_t)n);
-    }
-}
-
-/* resort(s, prev, offsets, qa, qb, out, moves_per_document) -> int
- * out[start:end] = prev[start:end] sorted by s for every query: by insertion (exact; stable) while it takes at
- * most moves_per_document x (the query's length) moves, else by sort_block from prev (the scores moved far, or
- * moves_per_document = 0 for a first sort). Returns the number of queries sorted by sort_block. */
+/* resort(s, prev, offsets, qa, qb, out, max_moves) -> bool
+ * out[start:end] = prev[start:end] sorted by s (stable) for every query, by insertion; False (out
+ * unspecified) when that would take more than max_moves moves. */
 static PyObject *resort(PyObject *self, PyObject *args)
 {
     PyObject *o_s, *o_prev, *o_off, *o_out;
-    Py_ssize_t qa, qb, per_doc;
+    Py_ssize_t qa, qb, max_moves;
     Arr a[4];
-    if (!PyArg_ParseTuple(args, "OOOnnOn", &o_s, &o_prev, &o_off, &qa, &qb, &o_out, &per_doc)) {
+    if (!PyArg_ParseTuple(args, "OOOnnOn", &o_s, &o_prev, &o_off, &qa, &qb, &o_out, &max_moves)) {
         return NULL;
     }
     Py_ssize_t m = first(o_s, a, 4, "s");
@@ -555,56 +512,37 @@ static PyObject *resort(PyObject *self, PyObject *args)
     const double *s = a[0].buf.buf;
     const int64_t *prev = a[1].buf.buf, *off = a[2].buf.buf;
     int64_t *out = a[3].buf.buf;
-    int64_t longest = 1;
-    for (Py_ssize_t q = qa; q < qb; q++) {
-        if (off[q + 1] - off[q] > longest) {
-            longest = off[q + 1] - off[q];
-        }
-    }
-    int64_t *tmp = malloc(sizeof(int64_t) * (size_t)longest);
-    if (!tmp) {
-        release(a, 4);
-        return PyErr_NoMemory();
-    }
-    Py_ssize_t sorted = 0;
+    Py_ssize_t moves = 0;
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t q = qa; q < qb && !bad; q++) {
-        int64_t st = off[q], en = off[q + 1], moves = 0, cap = (int64_t)per_doc * (en - st);
+    for (Py_ssize_t q = qa; q < qb && !bad && moves <= max_moves; q++) {
+        int64_t st = off[q], en = off[q + 1];
         for (int64_t i = st; i < en; i++) {
-            if (prev[i] < 0 || prev[i] >= m) {
+            int64_t x = prev[i];
+            if (x < 0 || x >= m) {
                 bad = 1;
                 break;
             }
-        }
-        if (bad) {
-            break;
-        }
-        int64_t i = st;
-        for (; i < en && moves <= cap; i++) {
-            int64_t x = prev[i], j = i;
             double v = s[x];
+            int64_t j = i;
             while (j > st && s[out[j - 1]] > v) {
                 out[j] = out[j - 1];
                 j--;
             }
             out[j] = x;
             moves += i - j;
-        }
-        if (moves > cap) {
-            memcpy(out + st, prev + st, sizeof(int64_t) * (size_t)(en - st));
-            sort_block(s, out + st, tmp, en - st);
-            sorted++;
+            if (moves > max_moves) {
+                break;
+            }
         }
     }
     Py_END_ALLOW_THREADS
-    free(tmp);
     release(a, 4);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "internal error: a document index out of range");
         return NULL;
     }
-    return PyLong_FromSsize_t(sorted);
+    return PyBool_FromLong(moves <= max_moves);
 }
 
 static PyMethodDef methods[] = {
@@ -612,7 +550,7 @@ static PyMethodDef methods[] = {
     {"violations", violations, METH_VARARGS, "Violated weight of every sorted position, in one pass per query."},
     {"band", band, METH_VARARGS, "The pairs between two boundaries of lower grade and positive weight."},
     {"pair_rows", pair_rows, METH_VARARGS, "Scaled differences of rows of X, one per pair."},
-    {"resort", resort, METH_VARARGS, "Sort of every query from the previous order: insertion, or a merge sort where it moved far."},
+    {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},
     {NULL, NULL, 0, NULL},
 };
 

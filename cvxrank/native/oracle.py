@@ -81,8 +81,7 @@ _EPS = np.finfo(np.float64).eps
 #: Most grades the compiled sweeps take (more: the numpy path).
 MAX_COMPILED_GRADES = 64
 
-#: Moves per document after which the compiled insertion sort of a query from the last order gives way to a
-#: merge sort of that query.
+#: Moves per document after which the compiled insertion sort from the last order gives way to a sort.
 RESORT_MOVES = 16
 
 #: Documents from which ``threads=None`` sorts, searches and sums in two threads (on two or more cores).
@@ -458,18 +457,15 @@ class PairFreeOracle:
         """Positions sorted by query, then by score (ties in any order).
 
         Scores change little between an oracle's calls, so the previous call's order is tried first:
-        the scores in that order are nearly sorted inside each query. The compiled sweeps sort each
-        query from it by insertion, and by a merge sort where that would take more than
-        :data:`RESORT_MOVES` moves per document (and for the first call, from the documents grouped by
-        query): exact either way. The numpy path takes a stable (adaptive, timsort) ``argsort`` of
-        ``score + query offset``, which finishes in a few linear passes; its result is checked (every
-        position in its query's block, scores non-decreasing inside each block) and a full sort is made
-        whenever the check fails, so the order is always exact. With several shards each sorts its own
-        queries (from the last order, or from the documents grouped by query) and falls back alone.
+        the scores in that order are nearly sorted inside each query, and a stable (adaptive, timsort)
+        ``argsort`` of ``score + query offset`` finishes in a few linear passes. The result is checked
+        (every position in its query's block, scores non-decreasing inside each block) and a full sort
+        is made whenever the check fails, so the order is always exact. With several shards each sorts
+        its own queries (from the last order, or from the documents grouped by query) and falls back alone.
         """
         prev = self._prev_order
         adaptive = prev is not None and prev.shape == s.shape
-        if not adaptive and len(self._shards) == 1 and not self._compiled:
+        if not adaptive and len(self._shards) == 1:
             order = self._full_sort(s, None)
         else:
             if not adaptive:  # the documents grouped by query: each shard sorts its own
@@ -482,11 +478,9 @@ class PairFreeOracle:
     def _order_range(self, s, prev, order, a, b, qa, qb, adaptive):
         """:meth:`_order` on the shard of positions ``a:b``: ``prev[a:b]`` are its documents, grouped by
         query (the last order, or grouped only); writes ``order[a:b]``."""
-        if self._compiled:  # every query from the last order by insertion (exact; few moves when scores moved
-            # little), or by a merge sort where it would take more than RESORT_MOVES moves per document
-            sweep().resort(s, prev, self._offsets, qa, qb, order, RESORT_MOVES if adaptive else 0)
-            return
         docs = prev[a:b]
+        if adaptive and self._compiled and sweep().resort(s, prev, self._offsets, qa, qb, order, RESORT_MOVES * (b - a)):
+            return  # insertion sort of every query from the last order (exact; few moves when scores moved little)
         if adaptive:
             s_p = s[docs]
             lo, hi = float(s_p.min()), float(s_p.max())
