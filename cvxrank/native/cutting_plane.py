@@ -37,7 +37,9 @@ Newton phase (default, local oracle). The planes find a good ``w`` fast, but
 their lower bound creeps up: on the OHSUMED-sized instance the best ``F`` is
 within 1e-4 of the optimum after a few dozen planes while the model needs 90
 to 240 planes to certify 1e-6. Once the certified relative gap is below
-``newton_gap`` the solver switches to :func:`~cvxrank.native.newton.smoothed_newton`:
+``newton_gap``, or at the first null step (a cut that does not lower ``F``: the
+planes' progress on ``w`` has stalled, their bound lags), whichever comes first,
+the solver switches to :func:`~cvxrank.native.newton.smoothed_newton`:
 Newton steps on the Huber-smoothed hinge with a shrinking width ``δ``, each
 certified by the exact pairwise dual ``α_i = c_i clip((1 - m_i)/δ, 0, 1)``
 (summed pair-free outside a narrow band of pairs near the margin). Measured
@@ -205,8 +207,9 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         One line per iteration.
     newton_gap : float or None, default 0.1
         Certified relative gap at which the smoothed Newton phase
-        (:func:`~cvxrank.native.newton.smoothed_newton`) takes over; None: planes
-        only (the method before it). Only with a local
+        (:func:`~cvxrank.native.newton.smoothed_newton`) takes over, unless the
+        planes' first null step (a point no better than the best) comes earlier;
+        None: planes only (the method before it). Only with a local
         :class:`~cvxrank.native.oracle.PairFreeOracle` with the papers' margin of 1
         (its ``newton_phase``); the Dask oracle and margins per grade pair use planes only, and so does
         a problem with more than :data:`NEWTON_MAX_FEATURES` features (2,000) or whose dense
@@ -273,6 +276,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
     F = lam * float(w @ w) + r.loss
     while True:
         it += 1
+        null_step = it > 1 and not F < best_F
         if F < best_F:
             best_F, best_w = F, w
             rho = min(1.0, 1.5 * rho)
@@ -290,7 +294,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         elapsed = time.perf_counter() - start
         history.append({"iteration": it, "objective": best_F, "dual_objective": lower, "relative_gap": rel,
                         "planes": bundle.size - 1, "rho": rho, "oracle_calls": calls, "time": elapsed})
-        if not newton_done and rel <= newton_gap and rel > target:
+        if not newton_done and (rel <= newton_gap or null_step) and rel > target:
             from cvxrank.native.newton import smoothed_newton
 
             newton_done = True

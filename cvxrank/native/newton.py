@@ -75,19 +75,21 @@ def _fit_band(oracle, s_o, delta, budget):
     return delta
 
 
-def _evaluate(oracle, lam, w, delta, budget=None):
+def _evaluate(oracle, lam, w, delta, budget=None, fit=True):
     """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient and Hessian, and the dual bound ``L(α)``.
 
     One sort and two boundary searches: at ``s`` (``m_i < 1``) and at ``s / (1 - δ)`` (``m_i < 1 - δ``,
     the set ``V``). The pairs between them are the band ``B``, and ``F(w) = λ‖w‖² + Σ_V c_i (1 - m_i)
     + Σ_B c_i (1 - m_i)`` needs no third search. With ``budget``, ``δ`` is halved until the band holds
-    at most that many pairs (grades not checked); the ``δ`` used is returned last. The bound comes as
+    at most that many pairs (grades not checked), sized first by boundary searches alone (:func:`_fit_band`;
+    ``fit=False`` skips them where the band is expected to fit, as after a shrink); the ``δ`` used is
+    returned last. The bound comes as
     ``(L(α), Σ_i α_i d_i, Σ_{i∈B} α_i d_i)``: the last, the band's part, gives the path's tangent.
     """
     s = oracle.scores(w)
     order = oracle._order(s)  # also sorts s / (1 - δ)
     s_o = s[order]
-    if budget is not None:
+    if budget is not None and fit:
         delta = _fit_band(oracle, s_o, delta, budget)
     while True:  # with ``budget``: a re-check on the evaluation's own band (rounding at its edges)
         # [p_in, end): margin < 1 - δ (the set V, summed); [p_out, end): margin < 1 (p_out found from p_in down)
@@ -121,7 +123,7 @@ def _evaluate(oracle, lam, w, delta, budget=None):
 
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
-                    budget: int = BAND_BUDGET, shrink: float = 10.0, stall_after: int = 20, max_backtrack: int = 5,
+                    budget: int = BAND_BUDGET, shrink: float = 15.0, stall_after: int = 20, max_backtrack: int = 5,
                     verbose: bool = False,
                     start=None):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``≤ target``.
@@ -142,7 +144,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         First width, in ``(0, 1/2]`` (default ``min(1/2, sqrt(relative gap))``).
     budget : int, default 20000
         Most pairs enumerated in the band.
-    shrink : float, default 10
+    shrink : float, default 15
         Largest reduction of ``δ`` at a time. ``δ`` shrinks once the smoothed
         problem is solved to a tenth of the true gap (its own duality gap
         ``F_δ(w) - L(α) + (δ/2) Σ α_i²/c_i``), by the factor that would bring
@@ -201,7 +203,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             factor = np.sqrt(0.3 * target * F_best / max(F_best - lower, 1e-300))
             smaller = delta * min(0.5, max(1.0 / shrink, factor))
             w = w + (delta - smaller) / delta * np.linalg.solve(H, L[2])  # along the tangent of w(δ)
-            F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, smaller, budget)
+            # a narrower band than the last one, which fitted: only the evaluation's own check of the budget
+            F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, smaller, budget, fit=False)
             calls += 1
             continue
         t, accepted = 1.0, False
