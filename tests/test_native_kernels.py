@@ -199,6 +199,28 @@ def test_the_compiled_sweeps_reject_arrays_of_the_wrong_kind():
 
 
 @compiled
+@pytest.mark.parametrize("threads", [1, 2])
+def test_band_counts_in_one_pass_equal_the_boundary_searches(threads):
+    """Counts for eight margins in one pass against one numpy boundary search per margin, and the Newton phase's
+    first width from them against the halving loop on the numpy path (ties, differences of exactly 1, within
+    an ulp of 1)."""
+    from cvxrank.native.newton import _fit_band
+
+    data = _data(11, m=300, n_queries=6)
+    c, n = _pair(data, cost_table(data, mu="balanced"), threads=threads)
+    rng = np.random.default_rng(4)
+    widths = [0.5 * 0.5 ** j for j in range(8)]
+    for s in _score_cases(rng, data.n_documents):
+        order = n._order(s)
+        s_o = s[order]
+        base = n._bounds(s_o, hi=False)[0]
+        expected = [int((n._bounds(s_o, 1.0 - x, hi=False)[0] - base).sum()) for x in widths]
+        assert c._band_counts(s_o, [1.0 - x for x in widths]).tolist() == expected
+        for budget in (0, 3, 50, 10 ** 6):
+            assert _fit_band(c, s_o, 0.5, budget) == _fit_band(n, s_o, 0.5, budget)
+
+
+@compiled
 def test_non_finite_scores_never_move_a_boundary_out_of_its_query():
     """An infinite or NaN score (the scaled scores of a width of 1, say) fails the test at ``p`` itself; the
     boundaries still stay in ``[start, p]``: garbage that callers reject, never a read or write out of bounds."""

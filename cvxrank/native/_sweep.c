@@ -203,6 +203,64 @@ static PyObject *bounds(PyObject *self, PyObject *args)
     return done(a, 4, NULL);
 }
 
+/* band_counts(s_o, offsets, qa, qb, margins, counts)
+ * counts[q, j] = sum over the positions p of query q of (p_lo at margins[j]) - (p_lo at 1), with p_lo as in
+ * bounds(): the pairs of positions whose score difference lies in [margins[j], 1), for several margins in one
+ * pass (a pointer each). Rows qa..qb-1 of counts (n_queries x J, int64) are written. Needs 0 < margins[j]. */
+static PyObject *band_counts(PyObject *self, PyObject *args)
+{
+    PyObject *o_s, *o_off, *o_mg, *o_cnt;
+    Py_ssize_t qa, qb;
+    Arr a[4];
+    if (!PyArg_ParseTuple(args, "OOnnOO", &o_s, &o_off, &qa, &qb, &o_mg, &o_cnt)) {
+        return NULL;
+    }
+    Py_ssize_t m = first(o_s, a, 4, "s_o");
+    if (m < 0) {
+        return NULL;
+    }
+    if (get(o_off, &a[1], 0, 8, 1, "offsets") || get(o_mg, &a[2], 0, 8, 1, "margins")
+        || check_offsets(a[1].buf.buf, a[1].buf.len / 8, qa, qb, m)) {
+        release(a, 4);
+        return NULL;
+    }
+    Py_ssize_t J = a[2].buf.len / 8, n_q = a[1].buf.len / 8 - 1;
+    if (J > 64 || get(o_cnt, &a[3], 1, 8, n_q * J, "counts")) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "internal error: at most 64 margins");
+        }
+        release(a, 4);
+        return NULL;
+    }
+    const double *s = a[0].buf.buf, *mg = a[2].buf.buf;
+    for (Py_ssize_t j = 0; j < J; j++) {
+        if (!(mg[j] > 0.0)) {
+            return done(a, 4, "internal error: margins must be positive");
+        }
+    }
+    const int64_t *off = a[1].buf.buf;
+    int64_t *cnt = a[3].buf.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = qa; q < qb; q++) {
+        int64_t st = off[q], en = off[q + 1], k0 = st, k[64];
+        int64_t *row = cnt + q * J;
+        for (Py_ssize_t j = 0; j < J; j++) {
+            k[j] = st;
+            row[j] = 0;
+        }
+        for (int64_t p = st; p < en; p++) {
+            double sp = s[p];
+            k0 = lo_advance(s, k0, p, sp, 1.0);
+            for (Py_ssize_t j = 0; j < J; j++) {
+                k[j] = lo_advance(s, k[j], p, sp, mg[j]);
+                row[j] += k[j] - k0;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    return done(a, 4, NULL);
+}
+
 #if defined(__GNUC__)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #else
@@ -548,6 +606,7 @@ static PyObject *resort(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"bounds", bounds, METH_VARARGS, "Violation boundaries of every sorted position (two pointers per query)."},
     {"violations", violations, METH_VARARGS, "Violated weight of every sorted position, in one pass per query."},
+    {"band_counts", band_counts, METH_VARARGS, "Pairs of positions with score differences in [margin, 1), for several margins."},
     {"band", band, METH_VARARGS, "The pairs between two boundaries of lower grade and positive weight."},
     {"pair_rows", pair_rows, METH_VARARGS, "Scaled differences of rows of X, one per pair."},
     {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},

@@ -66,9 +66,16 @@ def _fit_band(oracle, s_o, delta, budget):
     """``δ`` halved until ``[1 - δ, 1)`` holds at most ``budget`` pairs of positions (grades not checked).
 
     Counted from boundary searches alone (no sums, no band): ``p_out`` at margin 1 once, ``p_in`` at margin
-    ``1 - δ`` per width. The test here is ``s_p - s_k < 1 - δ`` on ``s``, the evaluation's is on
+    ``1 - δ`` per width (with the compiled sweeps, eight widths in one pass). The test here is ``s_p - s_k < 1 - δ`` on ``s``, the evaluation's is on
     ``s / (1 - δ)``: they can differ for pairs within rounding of the edge, which the caller re-checks.
     """
+    if oracle._compiled:  # eight widths per pass, a pointer each: the same counts
+        while True:
+            widths = [delta * 0.5 ** j for j in range(8)]
+            for width, count in zip(widths, oracle._band_counts(s_o, [1.0 - x for x in widths])):
+                if not (width > 1e-12 and count > budget):
+                    return width
+            delta = widths[-1] / 2.0
     p_out = oracle._bounds(s_o, hi=False)[0]
     while delta > 1e-12 and int((oracle._bounds(s_o, 1.0 - delta, hi=False)[0] - p_out).sum()) > budget:
         delta /= 2.0

@@ -547,6 +547,15 @@ class PairFreeOracle:
             self._each(lambda a, b, qa, qb: self._bounds_range(s_o, margin, scalar, p_lo, p_hi, a, b))
         return p_lo, p_hi
 
+    def _band_counts(self, s_o, margins) -> np.ndarray:
+        """Pairs of positions (one query, grades not checked) whose score difference lies in ``[margin, 1)``,
+        for each of ``margins`` (each in ``(0, 1]``): ``Σ_p p_lo(margin) - p_lo(1)`` with ``p_lo`` of
+        :meth:`_bounds`. Compiled sweeps only (one pass per query, a pointer per margin; at most 64)."""
+        margins = np.asarray(margins, dtype=np.float64)
+        counts = np.zeros((self.query_ids.shape[0], margins.shape[0]), dtype=np.int64)
+        self._each(lambda a, b, qa, qb: sweep().band_counts(s_o, self._offsets, qa, qb, margins, counts))
+        return counts.sum(axis=0)
+
     def _pair_rows(self, better, worse, scale) -> np.ndarray:
         """``(x_better - x_worse) * scale`` row by row, float64 (``len(better) x n``): the Newton phase's scaled
         pair differences. Compiled for a dense float64 ``X`` (into a buffer the oracle keeps and reuses: the
