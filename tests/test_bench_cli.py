@@ -85,6 +85,8 @@ def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
         # the default and the planes alone both certify 1e-6, on the same problem
         assert r["status"] == "optimal" and r["relative_gap"] <= 1e-6
         assert r["floor_passes"] == pytest.approx(r["seconds"] / fp)
+        # the median of 5 unsampled solves (the default on ohsumed-like data), as the floor pass is
+        assert r["repeat"] == meta["repeat"] == 5 and r["seconds"] == sorted(r["seconds_each"])[2]
         reached = [r["at_gap"][k] for k in sorted(r["at_gap"], key=float, reverse=True)]
         assert all(g is not None for g in reached)
         assert [g["oracle_calls"] for g in reached] == sorted(g["oracle_calls"] for g in reached)
@@ -93,6 +95,8 @@ def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
     # the solves' peak holds the data the process had after generating it
     assert meta["solves_peak_rss_bytes"] >= meta["rss_after_data_bytes"] > meta["x_bytes"]
     assert main(args[:-2] + ["--floor-methods", "ocas"]) == 2
+    assert main(args[:-2] + ["--floor-repeat", "0"]) == 2
+    assert "--floor-repeat must be at least 1" in capsys.readouterr().err
     # LinearSVC has no bound of its own: a run without a certified reference before it is refused
     assert main(args[:-2] + ["--floor-methods", "linearsvc,cutting_plane"]) == 2
     assert "certifies nothing itself" in capsys.readouterr().err
