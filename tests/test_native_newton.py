@@ -222,3 +222,20 @@ def test_first_width_outside_the_range_is_refused(delta):
     with pytest.raises(ValidationError, match=r"delta must be in \(0, 1/2\]"):
         smoothed_newton(oracle, inst.lam, np.zeros(oracle.n_features), upper=1.0, lower=0.0, tol=1e-6, target=1e-6,
                         max_calls=10, delta=delta)
+
+
+def test_band_budget_scales_with_documents_per_feature(monkeypatch):
+    """``10 m / n`` pairs of positions, at least ``40 n``, at most BAND_BUDGET; the Newton phase's default."""
+    import cvxrank.native.newton as newton
+
+    assert newton.band_budget(16_303, 45) == 3_622  # OHSUMED-sized
+    assert newton.band_budget(101_616, 136) == 7_471
+    assert newton.band_budget(1_000_103, 136) == newton.BAND_BUDGET  # web-sized: the cap
+    assert newton.band_budget(3_005, 300) == 12_000  # few documents per feature: the floor of 40 n
+    inst = TiedInstance(2, lam=0.05)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    seen = []
+    fit = newton._fit_band
+    monkeypatch.setattr(newton, "_fit_band", lambda o, s_o, d, budget: seen.append(budget) or fit(o, s_o, d, budget))
+    cutting_plane(oracle, inst.lam, tol=1e-8)
+    assert seen == [newton.band_budget(oracle.n_documents, oracle.n_features)]
