@@ -44,7 +44,7 @@ Newton steps on the Huber-smoothed hinge with a shrinking width ``δ``, each
 certified by the exact pairwise dual ``α_i = c_i clip((1 - m_i)/δ, 0, 1)``
 (summed pair-free outside a narrow band of pairs near the margin). Measured
 with ``cvxrank bench native --instances floor`` (docs/native.md): certified
-1e-6 in 17 to 21 calls and evaluations instead of 87 to 238 planes, 3x to 18x faster.
+1e-6 in 13 to 14 calls and evaluations instead of 87 to 238 planes, 6x to 44x faster.
 If that phase stalls, the planes go on from where they were.
 """
 
