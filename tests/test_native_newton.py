@@ -239,3 +239,21 @@ def test_band_budget_scales_with_documents_per_feature(monkeypatch):
     monkeypatch.setattr(newton, "_fit_band", lambda o, s_o, d, budget: seen.append(budget) or fit(o, s_o, d, budget))
     cutting_plane(oracle, inst.lam, tol=1e-8)
     assert seen == [newton.band_budget(oracle.n_documents, oracle.n_features)]
+
+
+def test_shrink_keeps_about_2n_pairs_in_the_band():
+    """A shrink of δ stops where the band would hold about 2n pairs (k δ'/δ ≥ 2n for n features), however far
+    the gap asks for, and is at least a halving: on data with few pairs near the margin (make_ranking) the
+    band would otherwise empty and the phase give up."""
+    data = make_ranking(n_queries=60, docs_per_query=(20, 40), n_features=8, random_state=3)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    run = cutting_plane(oracle, 5.0, tol=1e-8)
+    h = run.history[run.history["delta"].notna()]
+    deltas, bands = h["delta"].to_numpy(), h["band"].to_numpy()
+    shrinks = np.flatnonzero(deltas[1:] < deltas[:-1])
+    assert shrinks.size >= 1
+    for i in shrinks:
+        ratio = deltas[i + 1] / deltas[i]
+        assert ratio <= 0.5 * (1 + 1e-12)
+        assert ratio >= min(0.5, 2 * data.n_features / bands[i]) * (1 - 1e-12)
+    assert run.status == "optimal"

@@ -170,9 +170,10 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         problem is solved to a tenth of the true gap (its own duality gap
         ``F_δ(w) - L(α) + (δ/2) Σ α_i²/c_i``), by the factor that would bring
         the gap (which falls like ``δ²``) to 0.3 x the target, within
-        ``[1/shrink, 1/2]``: shrinking further than needed empties the band
-        and Newton's model with it. The next steps start from the
-        tangent predictor above.
+        ``[1/shrink, 1/2]``, and no further than would leave about ``2 n``
+        pairs in the band (``k δ'/δ``, for ``n`` features): shrinking further
+        than needed empties the band and Newton's model with it. The next
+        steps start from the tangent predictor above.
     stall_after : int, default 20
         Stop when the gap has not shrunk by 0.1 % in this many Newton steps.
     max_backtrack : int, default 5
@@ -222,9 +223,10 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         p = -np.linalg.solve(H, g)
         decrement = -float(g @ p)
         if sg <= 0.1 * (F_best - lower) and delta > 1e-12:
-            # the gap at the smoothed optimum falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2]
+            # the gap at the smoothed optimum falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2],
+            # and keep about 2n pairs in the band (it holds about δ times the pairs' density at the margin)
             factor = np.sqrt(0.3 * target * F_best / max(F_best - lower, 1e-300))
-            smaller = delta * min(0.5, max(1.0 / shrink, factor))
+            smaller = delta * min(0.5, max(1.0 / shrink, factor, 2.0 * w.shape[0] / max(k, 1)))
             w = w + (delta - smaller) / delta * np.linalg.solve(H, L[2])  # along the tangent of w(δ)
             # a narrower band than the last one, which fitted: only the evaluation's own check of the budget
             F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, smaller, budget, fit=False)
