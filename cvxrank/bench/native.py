@@ -777,8 +777,9 @@ def _floor(args, tau, mu):
         gc.collect()
     print("  thr: the oracle's threads (sort, search, sums; BLAS at 1); kernel: its sweeps (compiled or numpy); floor p.: solve time / one floor pass of this "
           "process; peak mem: RSS increase during oracle set-up and solve (X excluded)")
-    print(f"  time, calls and gaps: {'one solve, with the memory sampler running' if repeat == 1 else f'the median of {repeat} solves without the memory sampler (the memory from one more, sampled)'}; "
-          f"the floor pass: the median of {max(5, repeat)}")
+    timed = ("one solve, with the memory sampler running" if repeat == 1 else
+             f"the median of {repeat} solves without the memory sampler (the memory from one more, sampled)")
+    print(f"  time, calls and gaps: {timed}; the floor pass: the median of {max(5, repeat)}")
     if any(m in REFERENCES for m in methods):
         print("  linearsvc / clarabel: one run to their own default accuracy, its w scored against the best certified "
               "lower bound of that lambda; its time is entered at every gap that w reaches (an upper bound)")

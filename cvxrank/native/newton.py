@@ -80,8 +80,9 @@ def _fit_band(oracle, s_o, delta, budget):
     """``δ`` halved until ``[1 - δ, 1)`` holds at most ``budget`` pairs of positions (grades not checked).
 
     Counted from boundary searches alone (no sums, no band): ``p_out`` at margin 1 once, ``p_in`` at margin
-    ``1 - δ`` per width (with the compiled sweeps, eight widths in one pass). The test here is ``s_p - s_k < 1 - δ`` on ``s``, the evaluation's is on
-    ``s / (1 - δ)``: they can differ for pairs within rounding of the edge, which the caller re-checks.
+    ``1 - δ`` per width (with the compiled sweeps, eight widths in one pass). The test here is
+    ``s_p - s_k < 1 - δ`` on ``s``, the evaluation's is on ``s / (1 - δ)``: they can differ for pairs within
+    rounding of the edge, which the caller re-checks.
     """
     if oracle._compiled:  # eight widths per pass, a pointer each: the same counts
         while True:
