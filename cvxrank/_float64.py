@@ -11,11 +11,9 @@ of ``X`` for ``X @ w`` with a float64 ``w``: a full-size temporary at every prod
 
 With a float64 ``X`` (dense or CSR) they are the plain products, bit for bit.
 
-Measured on 1,000,103 x 136 dense (one BLAS thread, median of 5): ``X w`` and ``Xᵀ v`` take
-71-73 and 67-70 ms in float64, 67-68 and 69-71 ms from float32 in blocks of 512 KiB; blocks of
-256 KiB: 77 and 82 ms, 1 MiB: 80 and 88 ms, 4 MiB: 122 and 113 ms (the block no longer stays in a
-core's 2 MiB cache). The cast (numpy's) reads float32 at about memory speed; the product then
-reads the block from cache, so half the bytes come from memory but the time stays that of float64.
+The block is small enough to stay in a core's cache: the cast reads float32 from memory and the
+product then reads the block from cache, so a product from float32 takes about what it takes in
+float64 (timings and other block sizes: ``docs/native.md``, "X in float32").
 
 This module imports nothing of the package's own.
 """
@@ -27,7 +25,7 @@ import scipy.sparse as sp
 
 __all__ = ["CHUNK_BYTES", "dense_rows", "matvec", "rmatvec"]
 
-#: Bytes of float64 rows upcast at a time (about 480 rows of 136 features): the block stays in cache.
+#: Bytes of float64 rows upcast at a time (about 480 rows of 136 features): the block stays in a core's cache.
 CHUNK_BYTES = 512 * 2**10
 
 
@@ -111,5 +109,5 @@ def dense_rows(X, index) -> np.ndarray:
     index = np.asarray(index)
     if sp.issparse(X):
         return X[index].toarray().astype(np.float64, copy=False)
-    # np.take: a little faster than X[index] for rows of a 2-D array (0.52 against 0.59 ms, 3,700 rows of 45)
+    # np.take rather than X[index]: a little faster for rows of a 2-D array (docs/native.md, Measurements)
     return np.take(X, index, axis=0).astype(np.float64, copy=False)

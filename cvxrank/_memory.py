@@ -59,11 +59,11 @@ ENV_VAR = "CVXRANK_MEMORY_BUDGET"
 DEFAULT_FRACTION = 0.5
 #: Budget when the available memory cannot be read.
 FALLBACK_BUDGET = 2 * 2**30
-#: Peak memory of a CVXPY problem holding ``D``, in multiples of ``D``'s own bytes: measured 15.4x
-#: (591 MB) when compiling the primal QP with 48,000 pairs x 100 dense features for Clarabel.
+#: Peak memory of a CVXPY problem holding ``D``, in multiples of ``D``'s own bytes (compilation copies it).
+#: Every constant of this module is set just above a measured peak: ``docs/reliability.md``, "The memory budget".
 CVXPY_COPIES = 16
-#: Peak bytes per stored value when scikit-learn reads a LETOR file: measured 30 bytes per
-#: ``index:value`` token for one-digit and for 17-digit values alike (80,000 lines x 46 features).
+#: Peak bytes per stored value (a grade, an ``index:value`` token) when scikit-learn reads a LETOR
+#: file, whatever the number of digits of the values.
 LETOR_BYTES_PER_VALUE = 32
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
           "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
@@ -251,7 +251,7 @@ def letor_values(path) -> tuple[int, int]:
     and the length of its text, counted over the whole decompressed text in chunks of 4 MiB.
 
     The whole text, not a sample: a long comment header or a compressed file would fool an estimate
-    from the first MiB or from the file's size on disk (a 217 KB ``.gz`` held 30 MB of text). The
+    from the first MiB or from the file's size on disk. The
     decompressed size is counted while streaming rather than taken from the gzip trailer, which
     stores it modulo 2^32, only for the last member of a multi-member file, and which bzip2 lacks.
     """
@@ -286,18 +286,15 @@ def check_letor_files(paths, *, values=None, sizes=None) -> None:
 
 
 #: Peak bytes per feature of a CVXPY problem (the variable ``w``, its bounds, the objective's
-#: quadratic term and their compiled copies), measured at 2,000,000 features with 500 pairs: Clarabel
-#: 557 (primal, hinge, lifted) and 1,129 (dual), OSQP 472, SCS 1,096 (primal); 768 is within 2x of each.
+#: quadratic term and their compiled copies), within 2x of the measured peak of each solver and form.
 CVXPY_FEATURE_BYTES = 768
 #: Peak bytes per pair of a CVXPY problem beyond ``D`` (the slack ``xi``, its constraints and their
-#: compiled copies): measured 2,020-2,240 bytes a pair with Clarabel for the primal, dual, hinge and
-#: lifted forms (100,000 pairs, 5 features; tests/test_memory_estimates.py).
+#: compiled copies), for the primal, dual, hinge and lifted forms (tests/test_memory_estimates.py).
 CVXPY_PAIR_BYTES = 2048
-#: Peak bytes per feature of a native solver: the cutting-plane bundle fills up to 64 planes of
-#: ``n_features``; measured at 2,000,000 features: cutting_plane 283, gd 303, subgradient 805.
+#: Peak bytes per feature of a native solver: the cutting-plane bundle fills up to 64 planes of ``n_features``.
 NATIVE_FEATURE_BYTES = 512
-#: Peak bytes per pair of a native solver that enumerates pairs (``subgradient``, ``gd``): measured
-#: 330-390 with 5 features (100,000 pairs); the pair-free solvers hold none.
+#: Peak bytes per pair of a native solver that enumerates pairs (``subgradient``, ``gd``); the pair-free
+#: solvers hold none.
 NATIVE_PAIR_BYTES = 384
 #: Peak bytes per document of every route (scores, orders, grades, their sorted copies).
 DOCUMENT_BYTES = 128
@@ -362,11 +359,10 @@ def newton_bytes(n_features: int, band: int) -> int:
 
 
 #: Peak bytes per entry of ``X`` when generating data (:mod:`cvxrank.datasets`): the matrix and the
-#: finiteness check's mask, measured 11.7 (200,000 x 50 and 1,000,000 x 2 dense); a sparse draw
-#: (``density < 1``) adds the uniform draw, its mask and the CSR copy, measured 18.4.
+#: finiteness check's mask; a sparse draw (``density < 1``) adds the uniform draw, its mask and the CSR copy.
 GENERATED_ENTRY_BYTES = 12
 GENERATED_SPARSE_ENTRY_BYTES = 20
-#: Peak bytes per generated document (grades, query ids, latent scores, their orders): measured 142.
+#: Peak bytes per generated document (grades, query ids, latent scores, their orders).
 GENERATED_DOCUMENT_BYTES = 144
 
 

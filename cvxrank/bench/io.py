@@ -30,7 +30,7 @@ EPILOG = """examples:
   cvxrank bench io --big-lines 500000 --dir /var/tmp/cvxrank-io --json io.json
 """
 
-#: Targets of the reliability issue: fitted exponent and time ratio to load_svmlight_file(query_id=False).
+#: Targets: largest fitted exponent of time vs lines, and largest time ratio to load_svmlight_file(query_id=False).
 EXPONENT_TARGET = 1.15
 RATIO_TARGET = 1.5
 

@@ -49,7 +49,7 @@ EPILOG = """examples:
   cvxrank bench native --instances web --web-queries 2000 # a smaller web-like instance
   cvxrank bench native --instances scaling --scaling-queries 500,1000,2000,4000
   cvxrank bench native --instances squared               # squared hinge: truncated Newton vs Clarabel, LinearSVC
-  cvxrank bench native --instances floor                 # solves in floor passes, lambda 0.5..500 (issue 15)
+  cvxrank bench native --instances floor                 # solves in floor passes, lambda 0.5..500
   cvxrank bench native --instances floor --floor-data web --floor-lams 0.5   # the web-sized instance (~2 GB)
   cvxrank bench native --instances floor --floor-methods cutting_plane,linearsvc,clarabel   # references, in floor passes
   cvxrank bench native --instances floor --floor-data web --floor-lams 500 --floor-methods cutting_plane \
@@ -59,11 +59,11 @@ EPILOG = """examples:
 
 INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "floor")
 REFERENCES = ("linearsvc", "clarabel")
-#: Pair-free methods the floor instance compares (issue 15): the default, and its cutting planes alone
-#: (newton_gap=None, the method before issue 15).
+#: Methods the floor instance compares: the default (planes, then the Newton phase), its cutting planes alone
+#: (planes_only: newton_gap=None), and the two references on explicit pairs.
 FLOOR_METHODS = ("cutting_plane", "planes_only", "linearsvc", "clarabel")
 FLOOR_GAPS = (1e-2, 1e-4, 1e-6)
-#: Targets of issue 5 (ratios to the reference, measured in one run).
+#: Targets the pair-free solver is held to (ratios to a reference measured in the same run).
 TARGETS = {"ohsumed": {"gap": 1e-6, "time_vs_linearsvc": 0.1, "time_vs_clarabel": 0.05,
                        "memory_vs_linearsvc": 0.2, "seconds": 1.0},
            "web": {"gap": 1e-4, "seconds": 300.0, "memory_gb": 4.0}}
@@ -330,7 +330,7 @@ def _print_targets(name, rows, meta):
         ref = by["clarabel"]
         checks.append((f"time <= {t['time_vs_clarabel']:g} x Clarabel", me["seconds"] <= t["time_vs_clarabel"]
                        * ref["seconds"], f"{me['seconds'] / ref['seconds']:.3f} x"))
-    print("  targets of issue 5:")
+    print("  targets:")
     for label, ok, value in checks:
         print(f"    {'PASS' if ok else 'MISS'}  {label:38s} measured {value}")
     meta["targets"] = [{"target": label, "passed": bool(ok), "measured": value} for label, ok, value in checks]
@@ -470,7 +470,7 @@ def _scaling(args):
 
 
 def _certificate_share(args, tau, mu, lam):
-    """The certificate's share of a native solve on explicit pairs, before and after issue 12.
+    """The certificate's share of a native solve on explicit pairs: pairwise re-certification against the own bound.
 
     Both routes run the same cutting-plane solve (``solve(build_hinge(problem), "cutting_plane")``).
     Before: the solution was re-certified pairwise (the reduced dual by L-BFGS-B over bands of pairs,
@@ -592,7 +592,7 @@ def _squared(args, tau, mu, lam):
                   flush=True)
         metas.append({"queries": queries, "n_pairs": costs.total_pairs, "n_documents": data.n_documents,
                       "lower_bound": lower})
-    print("  rel gap: (F(w) - best certified lower bound of the row's size) / F(w); target of issue 16: "
+    print("  rel gap: (F(w) - best certified lower bound of the row's size) / F(w); target: "
           "truncated_newton >= 10x faster than Clarabel (lifted) from 100k pairs on")
     for meta in metas:
         by = {r["method"]: r for r in rows if r["queries"] == meta["queries"]}
@@ -603,7 +603,7 @@ def _squared(args, tau, mu, lam):
     return rows, {"instance": "squared", "C": args.C, "lam": lam, "tol": args.tol, "sizes": metas}
 
 
-# -- floor (issue 15): solves counted in floor passes ----------------------------------
+# -- floor: solves counted in floor passes ------------------------------------------
 def _floor_pass(X, repeat: int = 5) -> float:
     """Median seconds of one floor pass: ``s = X w``, ``Xᵀ v`` and ``argsort`` of the ``m`` scores (1 BLAS thread).
 
@@ -695,7 +695,7 @@ def _at_gaps(history, floor_pass):
 
 
 def _floor(args, tau, mu):
-    """Every pair-free method at every lambda, in floor passes of this process (issue 15)."""
+    """Every pair-free method at every lambda, in floor passes of this process."""
     from cvxrank.costs import check_lam
     from cvxrank.datasets import make_ohsumed_like, make_web_like
     from cvxrank.native import PairFreeOracle, cost_table

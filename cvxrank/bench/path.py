@@ -36,7 +36,7 @@ EPILOG = """examples:
   cvxrank bench path --json path.json --report path.md
 """
 
-#: The figure issue 4 asks for.
+#: Least ratio fresh / path wall time a DPP path is held to.
 TARGET = 3.0
 DEFAULT_CONFIGS = ("lifted:clarabel,primal:clarabel,dual:clarabel,hinge:clarabel,lifted:ecos,dual:ecos,hinge:ecos,"
                    "lifted:scs,lifted:osqp,native:cutting_plane")

@@ -152,8 +152,8 @@ class _PairwiseRanker(BaseRanker):
 
         The CVXPY problem is built once and re-solved through its cost
         Parameters (DPP, warm starts; :func:`cvxrank.path.solve_path`). It saves
-        the compilation, a small share of the work with CVXPY 1.9: 0.83-1.66x
-        as fast as fresh fits from 819 to 90,447 pairs (``docs/path-benchmark.md``).
+        the compilation, a small share of the work (measured against fresh fits:
+        ``docs/path-benchmark.md``).
         ``τ`` (estimated once) and ``μ`` are shared by every point. Native
         solvers have nothing to recompile: the pair-free ``cutting_plane`` and
         ``truncated_newton`` solve the points in order, each started from the previous ``w``

@@ -49,11 +49,9 @@ def choose_formulation(pairs) -> str:
     The rule compares the non-zeros of the two constraint matrices: the
     materialised ``D`` has ``nnz(D) ≈ n_pairs x (features per document)``
     entries, the lift ``nnz(X) + n_documents + 3 n_pairs``; the smaller one
-    wins (ties go to the lift). Measured with Clarabel by ``cvxrank bench
-    formulations`` (``docs/formulation-choice.md``): the lift is the fastest
-    form from about 6 documents a query on and 11x faster than the faster dense
-    primal on OHSUMED-sized data. For very short queries, where ``D`` is the
-    smaller, the dual (18) is often faster still with interior-point solvers
+    wins (ties go to the lift). ``cvxrank bench formulations`` measures the
+    rule (``docs/formulation-choice.md``). For very short queries, where ``D`` is the
+    smaller, the dual (18) can be faster with interior-point solvers
     but ADMM solvers (OSQP) stall on it, so the rule keeps the primal there.
     """
     if isinstance(pairs, RankingProblem):

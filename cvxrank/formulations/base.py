@@ -92,11 +92,9 @@ def cost_parameters(C, n_pairs: int, costs: str = "scale", what: str = "C"):
         vector (``τ``, ``μ`` grids) re-solves without recompiling. CVXPY stores
         an objective's parameter coefficients densely over (parameter entries x
         objective variable entries), so these costs sit in one epigraph row
-        ``C @ ξ <= t`` instead of the objective. On the lifted form that dense
-        row made Clarabel about 40 % slower (20.9 s against 14.9 s on
-        OHSUMED-sized data, ``docs/formulation-choice.md``), hence not the
-        default; on the dense primal it happened to be faster (165.8 s against
-        200.8 s).
+        ``C @ ξ <= t`` instead of the objective. That dense row slows the
+        solve of the lifted form (``docs/formulation-choice.md``), hence not
+        the default.
 
     The hinge form (9) holds its pair weights the same way (``what="weights"``).
 

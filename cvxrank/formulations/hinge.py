@@ -40,8 +40,7 @@ def build_hinge(problem, weights=None, lam: float | None = None, *, costs: str =
         (fast to compile; a ``λ`` path only moves ``lam``), or one
         ``parameters["weights"]`` entry per pair, in an epigraph row
         ``weights @ [1 − Dw]_+ ≤ t`` (any weights re-solve without recompiling,
-        but CVXPY compiles it far more slowly for ECOS: 2.5-3.0 s against
-        0.1 s on 8,387 pairs).
+        but CVXPY compiles it far more slowly for ECOS: ``docs/path-benchmark.md``).
     """
     if isinstance(problem, RankingProblem):
         if weights is not None or lam is not None:

@@ -43,8 +43,8 @@ on ``B``) gives ``H dw/dδ = -(1/δ) Σ_{i∈B} α_i d_i``, so
 
 .. math:: w(\\delta') \\approx w + \\frac{\\delta - \\delta'}{\\delta} H^{-1} \\sum_{i \\in B} \\alpha_i d_i,
 
-one solve with the ``H`` already formed and no oracle call. On the OHSUMED-sized
-benchmark it saves 3 to 4 evaluations per solve (measured: ``docs/native.md``).
+one solve with the ``H`` already formed and no oracle call (its effect on the
+evaluations of a solve: ``docs/native.md``, "Newton phase", "Continuation").
 """
 
 from __future__ import annotations
@@ -69,9 +69,12 @@ def band_budget(n_documents: int, n_features: int) -> int:
     An evaluation's work on the band is about ``k n²`` (the Hessian ``D_sᵀ D_s`` of ``k`` rows), one floor pass
     about ``m n`` (``X w`` and ``Xᵀ v``): ``10 m / n`` pairs of positions (grades not checked, about 3 times the
     band's pairs) keep the band's work near one floor pass. Below ``40 n`` rows the Hessian of the band says too
-    little. Measured (docs/native.md): with the fixed 20,000 of before, solves to 1e-6 took 1.11-1.26x as long on
-    OHSUMED-sized data (``m/n`` = 362, a budget of 3,622; every λ from 0.5 to 500, three seeds) and 1.04-1.13x
-    on web-like data of 100,000 documents (a budget of 7,471); on the web-sized instance the cap holds.
+    little. The budgets compared: ``docs/native.md``, "Newton phase".
+
+    Examples
+    --------
+    >>> band_budget(16_303, 45), band_budget(1_000_103, 136), band_budget(300, 10)
+    (3622, 20000, 400)
     """
     return int(min(BAND_BUDGET, max(40 * n_features, 10 * n_documents // max(n_features, 1))))
 

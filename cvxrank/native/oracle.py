@@ -33,8 +33,7 @@ boundaries: with ``threads=k`` the positions are cut into ``k`` shards of whole
 queries (balanced by documents) and each shard runs in a thread
 (``concurrent.futures``; numpy releases the GIL in ``argsort``, ``searchsorted``,
 ``cumsum``, ``take`` and the ufuncs). Every per-shard temporary is the shard's
-slice of the single-threaded one (a web-sized solve still took 115-126 MB
-beyond X with two threads against 100 MB with one). The
+slice of the single-threaded one. The
 results are those of one thread: the order (up to the order of tied scores),
 ``p_lo``, ``p_hi``, ``v``, ``Xᵀ v`` and the counts bit for bit; ``W`` and the
 loss are summed over the full arrays after the shards join, so they are
@@ -42,17 +41,12 @@ bit-equal too when no two documents of a query tie in score (with ties, the
 tied documents may sit in another order and the sums round differently, as
 they may between two single-threaded sorts). ``X w`` (dense float64 ``X``)
 runs as one single-threaded gemv per block of rows in the same threads (cuts at
-multiples of 256 rows, so every score is bit-equal to ``X @ w``): 67 -> 35 ms on
-1,000,103 x 136. ``Xᵀ v`` by row blocks gained nothing and stays on one thread.
-Measured (``cvxrank bench native``, 2 cores): a call on 1,000,103 documents 350
--> 232 ms from scratch, 323 -> 209 ms after a nearby point; the web-sized solve
-to 1e-6 5.4 -> 3.9 s, the same 13 calls, peak RSS 1.28x X either way; about
-even at 64k documents, ahead from 126k (:data:`AUTO_THREADS_MIN`). The default
-is one thread all the same: over three web-sized solves in one process the
-peak RSS crept to 1.31x X with two threads (1.27x with one, and 1.27x with two
-under ``MALLOC_ARENA_MAX=1``: glibc keeps the freed temporaries of each
-thread's arena), and a busy second core takes the gain away. ``threads=2`` or
-``None`` (automatic) opt in. Not to be
+multiples of 256 rows, so every score is bit-equal to ``X @ w``); ``Xᵀ v`` stays
+on one thread. Threads pay from about :data:`AUTO_THREADS_MIN` documents on.
+The default is one thread all the same: across several solves in one process
+glibc's per-thread arenas keep freed temporaries, so the peak memory creeps up,
+and a busy second core takes the gain away. ``threads=2`` or ``None``
+(automatic) opt in. Timings and memory: ``docs/native.md``, "Threads". Not to be
 confused with ``threads`` of :func:`~cvxrank.native.cutting_plane.cutting_plane`,
 the BLAS threads.
 """
@@ -83,8 +77,7 @@ MAX_COMPILED_GRADES = 64
 
 #: Moves per document after which the compiled insertion sort from the last order gives way to one argsort
 #: (:meth:`PairFreeOracle._full_sort`). A call whose scores moved far takes tens of moves per document, so the
-#: cap is what such a call wastes: 2 took the least time over the sorts of whole OHSUMED-sized solves (2.5 ms at
-#: lambda = 0.5 against 3.9 ms with 16 and 2.8 ms with 4).
+#: cap is what such a call wastes (the caps compared: ``docs/native.md``, "Compiled sweeps").
 RESORT_MOVES = 2
 
 #: Documents from which ``threads=None`` sorts, searches and sums in two threads (on two or more cores).

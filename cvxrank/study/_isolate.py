@@ -10,9 +10,9 @@ signal, running out of memory) gives ``"error"`` rows with the exit status.
 Two ways to start the child:
 
 * ``"forkserver"``: :mod:`multiprocessing`'s fork server, preloaded with
-  cvxrank and CVXPY, so each child starts in milliseconds;
+  cvxrank and CVXPY, so no child imports them again;
 * ``"subprocess"``: ``python -m cvxrank.study.worker``, which pays the
-  imports (about a second) but works where :mod:`multiprocessing` may not
+  imports in every child but works where :mod:`multiprocessing` may not
   start children, e.g. in the daemonic worker processes of Dask.
 
 ``"auto"`` takes the first where it can.
