@@ -13,7 +13,7 @@ from cvxrank.solvers import available_solvers
 #: The shared real data set, referred to by its relative path (never copied here).
 LIGHTGBM_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "lightgbm_rank"
 
-#: CVXPY solvers the core issue requires, parametrised when installed.
+#: The core CVXPY solvers (Clarabel, ECOS, OSQP, SCS), parametrised when installed.
 CORE_CVXPY = [s for s in ("clarabel", "ecos", "osqp", "scs") if s in available_solvers()]
 
 

@@ -16,7 +16,7 @@ def test_demo_prints_the_theorem_table_and_writes_the_report(tmp_path, capsys):
         assert main(["demo", "--quick", "--out", str(out_dir)]) == 0  # the full run: tests/test_simulation.py (slow)
     finally:
         os.umask(old_umask)
-    # the folder and everything in it follow the umask (issue 13 item 11), not mkdtemp's 0700 / mkstemp's 0600
+    # the folder and everything in it follow the umask, not mkdtemp's 0700 / mkstemp's 0600
     modes = {p.relative_to(tmp_path).as_posix(): p.stat().st_mode & 0o777 for p in [out_dir, *out_dir.rglob("*")]}
     assert modes == {name: 0o755 if (tmp_path / name).is_dir() else 0o644 for name in modes}, modes
     files = sorted(p.name for p in out_dir.iterdir() if p.name != ".cvxrank-owner.json")  # the owner marker aside

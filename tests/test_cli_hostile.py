@@ -1,4 +1,4 @@
-"""The command line on hostile files (issue 6): one line on stderr, exit code 2, no traceback, nothing half-written.
+"""The command line on hostile files: one line on stderr, exit code 2, no traceback, nothing half-written.
 
 Every case runs ``cvxrank.cli.main([...])`` in-process and checks the output
 folder's contents afterwards: no temporary file, no partial output, and an
@@ -311,7 +311,7 @@ def test_cli_on_generated_files(content, good, tmp_path_factory):
         assert load_model(out / "model.json").n_features_in_ == expected[3]
 
 
-# --- issue 13, items 8 and 11 (more in tests/test_outputs_safe.py, through a subprocess) -------------------
+# --- odd inputs, FIFOs, links, warnings, memory budget (more in tests/test_outputs_safe.py, through a subprocess) ---
 
 @pytest.mark.parametrize("methods", ["ranksvm,ranksvm", "rsvm-ir,rsvm-ir-qp", "listmle,ListMLE"])
 def test_cv_refuses_a_method_named_twice(methods, tmp_path):
@@ -417,7 +417,7 @@ def test_a_warning_is_one_line_without_a_source_line(good, monkeypatch):
     (["compare", "--instances", "web", "--sizes", "1000000"], "web instance of size 1000000"),
 ])
 def test_generated_data_above_the_budget_is_refused_before_generating(argv, named, tmp_path, monkeypatch):
-    """Issue 13: sizes of generated data are estimated (cvxrank._memory.generated_bytes) before drawing."""
+    """Sizes of generated data are estimated (cvxrank._memory.generated_bytes) before drawing."""
     monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "64MiB")
     out = tmp_path / "out"
     out.mkdir()
@@ -431,7 +431,7 @@ def test_generated_data_above_the_budget_is_refused_before_generating(argv, name
 @pytest.mark.parametrize("index", [100000000, 2000000000])
 @pytest.mark.parametrize("solver", ["clarabel", "cutting_plane", "subgradient"])
 def test_a_typod_feature_index_is_refused_with_its_feature_count(index, solver, tmp_path, monkeypatch):
-    """Issue 13: one index ``100000000:0.2`` makes every weight vector that long; refused, naming the count
+    """One index ``100000000:0.2`` makes every weight vector that long; refused, naming the count
     (tests/test_memory_estimates.py runs it in a child process and checks its peak memory stays small)."""
     monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "64MiB")
     data = _write(tmp_path / "typo.letor", f"2 qid:1 1:0.5 {index}:0.2\n0 qid:1 1:0.1\n1 qid:1 2:0.3\n".encode())
@@ -443,7 +443,7 @@ def test_a_typod_feature_index_is_refused_with_its_feature_count(index, solver, 
 
 
 def test_the_lifted_route_is_guarded(tmp_path, monkeypatch):
-    """Issue 13: the route the D refusal recommends counts its pairs (600k pairs took 1.59 GB under 64 MiB)."""
+    """The route the D refusal recommends counts its pairs (600k pairs took 1.59 GB under 64 MiB)."""
     data = str(tmp_path / "many_pairs.letor")
     cr.data.save_letor(cr.make_ranking(n_queries=40, docs_per_query=100, n_features=5, random_state=0), data)
     monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "64MiB")

@@ -1,5 +1,5 @@
 """``cvxrank --version`` and ``--help`` stay quick: building the parser loads neither CVXPY, SciPy, pandas
-nor matplotlib (issue 14, item 8). Each check runs in a fresh interpreter, so modules imported by other
+nor matplotlib. Each check runs in a fresh interpreter, so modules imported by other
 tests do not hide a regression."""
 
 import os

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every input surface (issue 6): hostile input ends in a clear error or a correct result.
+"""Property-based fuzzing of every input surface: hostile input ends in a clear error or a correct result.
 
 Surfaces: the LETOR/SVMlight reader (:func:`cvxrank.load_letor`), arrays and
 pandas input (:class:`cvxrank.RankingData`, ``RankingData.from_frame``),

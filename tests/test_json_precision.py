@@ -1,4 +1,4 @@
-"""results.json and every --json output keep floats as they are (issue 14, item 7): DataFrame.to_json
+"""results.json and every --json output keep floats as they are: DataFrame.to_json
 rounded to 10 digits, so a certified gap of 3.9e-11 was stored as 0.0."""
 
 import json

@@ -1,4 +1,4 @@
-"""Each memory estimate of :mod:`cvxrank._memory` against the measured peak of its operation (issue 13).
+"""Each memory estimate of :mod:`cvxrank._memory` against the measured peak of its operation.
 
 Every case runs in a fresh Python process: it imports what it needs and builds its input, then resets
 the kernel's peak-RSS counter (``echo 5 > /proc/self/clear_refs``), notes its resident memory, runs the

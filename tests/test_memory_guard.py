@@ -1,4 +1,4 @@
-"""Memory guards (issue 6): estimate before materialising pairs x features or reading a file; refuse above the budget."""
+"""Memory guards: estimate before materialising pairs x features or reading a file; refuse above the budget."""
 
 from __future__ import annotations
 

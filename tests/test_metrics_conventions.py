@@ -1,5 +1,5 @@
-"""NDCG with short="zero" and gain tables, and the letor / mslr presets of cvxrank.evaluation
-(issue 14, item 5): hand-computed cases, and a line-by-line port of the scripts' Perl as reference."""
+"""NDCG with short="zero" and gain tables, and the letor / mslr presets of cvxrank.evaluation:
+hand-computed cases, and a line-by-line port of the scripts' Perl as reference."""
 
 import math
 import os

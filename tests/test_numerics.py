@@ -1,4 +1,4 @@
-"""Numerically hard problems (issue 6): no solver may report "optimal" unless the certificate really passes.
+"""Numerically hard problems: no solver may report "optimal" unless the certificate really passes.
 
 For every installed solver (``cvxrank.available_solvers()``) on problems with
 costs spanning 1e-6..1e6, features on scales 1e-4..1e4, duplicate documents,

@@ -1,4 +1,4 @@
-"""Issue 13: an output never replaces an input; interrupts leave no temporary file; only user errors
+"""An output never replaces an input; interrupts leave no temporary file; only user errors
 exit 2. Every case goes through the CLI in a subprocess, as a user would meet it. No device node of
 the machine is touched: the "devices" here are FIFOs and symbolic links made in tmp_path."""
 

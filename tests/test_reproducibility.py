@@ -1,4 +1,4 @@
-"""Reproducibility (issue 6): same inputs and random_state give the same w bit for bit; models round-trip exactly."""
+"""Reproducibility: same inputs and random_state give the same w bit for bit; models round-trip exactly."""
 
 from __future__ import annotations
 

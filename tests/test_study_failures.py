@@ -1,4 +1,4 @@
-"""Failure injection for the study runner (issue 6): the study survives, resumes and loses no finished row.
+"""Failure injection for the study runner: the study survives, resumes and loses no finished row.
 
 Injected failures:
 
