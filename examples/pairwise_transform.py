@@ -26,8 +26,8 @@ for b, w, t, d in zip(pairs.better, pairs.worse, pairs.pair_type.tolist(), D):
 print("D = P X holds:", np.allclose(D, pairs.P @ X), "\n")
 
 C = cr.theorem1_C(np.ones(pairs.n_pairs), lam=0.5)   # C_i = 1 (Ranking SVM, C = 1/(2 lambda))
-primal = cr.solve(cr.build_primal(pairs, C), "clarabel")
-dual = cr.solve(cr.build_dual(pairs, C), "clarabel")
+primal = cr.solve(cr.build_primal(pairs, C=C), "clarabel")
+dual = cr.solve(cr.build_dual(pairs, C=C), "clarabel")
 print("primal w:", primal.w.round(6), "  dual w = D^T alpha:", (D.T @ dual.alpha).round(6))
 print("alpha:", dual.alpha.round(4), " (0 <= alpha_i <= C_i = 1)")
 margins = D @ primal.w
@@ -35,5 +35,5 @@ for m, a in zip(margins, dual.alpha):
     kind = "support vector, margin 1" if 1e-6 < a < 1 - 1e-6 else ("alpha = C, margin < 1" if a >= 1 - 1e-6
                                                                    else "alpha = 0, margin >= 1")
     print(f"  margin {m:7.4f}  alpha {a:.4f}  {kind}")
-print(f"primal M(w) = {primal.objective:.8f}, dual L_D(alpha) = {primal.dual_objective:.8f}, "
+print(f"primal M(w) = {primal.qp_objective:.8f}, dual L_D(alpha) = {cr.dual_objective(pairs, dual.alpha):.8f}, "
       f"certified relative gap {primal.relative_gap:.1e}")

@@ -36,8 +36,8 @@ print("C_i by hand equals theorem1_C:", np.allclose(C, cr.theorem1_C(cr.pair_wei
 # %%
 # ## The same minimiser
 # The hinge form (9) with weights `tau mu` and the QP (14) with `C_i`, each solved by Clarabel.
-hinge = cr.solve(cr.build_hinge(pairs, weights, lam), "clarabel")   # (9)
-qp = cr.solve(cr.build_primal(pairs, C), "clarabel")                # (14)
+hinge = cr.solve(cr.build_hinge(pairs, weights=weights, lam=lam), "clarabel")   # (9)
+qp = cr.solve(cr.build_primal(pairs, C=C), "clarabel")                # (14)
 print("w of (9): ", hinge.w.round(6))
 print("w of (14):", qp.w.round(6))
 print("max |difference|:", f"{np.abs(hinge.w - qp.w).max():.1e}")
