@@ -140,7 +140,9 @@ def test_planes_on_float32_make_no_float64_copy_of_x():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert run.oracle_calls == 15 and run.objective > 0
+    # max_iter caps the oracle calls; fewer only when the gap was certified first
+    assert 1 <= run.oracle_calls <= 15 and (run.oracle_calls == 15 or run.status == "optimal")
+    assert run.objective > 0
     assert peak < 0.5 * d32.X.nbytes  # a float64 copy would be 2x X
 
 

@@ -228,10 +228,14 @@ def test_band_budget_scales_with_documents_per_feature(monkeypatch):
     """``10 m / n`` pairs of positions, at least ``40 n``, at most BAND_BUDGET; the Newton phase's default."""
     import cvxrank.native.newton as newton
 
-    assert newton.band_budget(16_303, 45) == 3_622  # OHSUMED-sized
-    assert newton.band_budget(101_616, 136) == 7_471
-    assert newton.band_budget(1_000_103, 136) == newton.BAND_BUDGET  # web-sized: the cap
-    assert newton.band_budget(3_005, 300) == 12_000  # few documents per feature: the floor of 40 n
+    regimes = set()
+    for m, n in [(16_303, 45), (101_616, 136), (1_000_103, 136), (3_005, 300), (300, 10), (10**7, 1)]:
+        budget, ratio = newton.band_budget(m, n), 10 * m // n
+        assert 40 * n <= budget or budget == newton.BAND_BUDGET  # at least 40 n, unless the cap is lower
+        assert budget <= newton.BAND_BUDGET  # at most the cap
+        assert budget == min(newton.BAND_BUDGET, max(40 * n, ratio))  # otherwise 10 m / n
+        regimes.add("cap" if budget == newton.BAND_BUDGET else "floor" if budget == 40 * n else "10 m / n")
+    assert regimes == {"cap", "floor", "10 m / n"}  # the cases reach all three
     inst = TiedInstance(2, lam=0.05)
     oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
     seen = []
