@@ -1,11 +1,19 @@
 """The one writer of output files (cvxrank._io): atomic for regular files, never replacing a link or a FIFO."""
 
 import os
+import re
+import signal
 import threading
 
 import pytest
 
-from cvxrank._io import atomic_output, write_atomic
+from cvxrank._io import (
+    atomic_output,
+    check_outputs,
+    claim_folder,
+    folder_lock,
+    write_atomic,
+)
 from cvxrank.exceptions import ValidationError
 
 
@@ -46,3 +54,88 @@ def test_bad_targets_are_refused(tmp_path):
         write_atomic(tmp_path / "missing" / "x.txt", "x")
     with pytest.raises(ValidationError, match="is a folder"):
         write_atomic(tmp_path, "x")
+
+
+# -- the rules tests/test_outputs_safe.py checks through the CLI in subprocesses (slow), here in-process --
+
+def test_an_output_that_is_an_input_is_refused_however_it_is_spelled(tmp_path, monkeypatch):
+    (tmp_path / "d.letor").write_text("1 qid:1 1:0.5\n0 qid:1 1:0.1\n")
+    os.symlink("d.letor", tmp_path / "link.letor")
+    os.link(tmp_path / "d.letor", tmp_path / "hard.letor")
+    monkeypatch.chdir(tmp_path)
+    for spelling in ("d.letor", "./d.letor", "link.letor", "hard.letor"):
+        with pytest.raises(ValidationError, match=f"refusing to write {re.escape(spelling)}: it is the input"):
+            check_outputs([spelling], ["d.letor"])
+    check_outputs(["m.json"], ["d.letor"])  # any other path is fine
+
+
+def test_fit_refuses_its_training_file_as_its_model_before_fitting(tmp_path, monkeypatch, capsys):
+    from cvxrank.cli import main
+
+    data = tmp_path / "d.letor"
+    data.write_text("1 qid:1 1:0.5\n0 qid:1 1:0.1\n2 qid:2 1:0.9\n0 qid:2 1:0.2\n")
+    before = data.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit", "d.letor", "--model", "./d.letor"]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "refusing to write ./d.letor" in err
+    assert "RankSVM on" not in out and data.read_bytes() == before  # refused before the fit
+
+
+def test_a_folder_belongs_to_one_command_and_is_locked_while_written(tmp_path):
+    st = tmp_path / "st"
+    claim_folder(st, "compare")
+    claim_folder(st, "compare")  # its own folder: a resume
+    with pytest.raises(ValidationError, match=r"belongs to 'cvxrank compare'.*--overwrite"):
+        claim_folder(st, "cv")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    with pytest.raises(ValidationError, match="not written by cvxrank"):
+        claim_folder(mine, "cv")
+    # flock: a second holder is refused at once, even in the same process
+    with folder_lock(st), pytest.raises(ValidationError, match=f"process {os.getpid()}"), folder_lock(st):
+        pass
+    with folder_lock(st):  # the lock ended with its holder
+        pass
+
+
+def test_an_interrupt_leaves_no_temporary_file_and_ends_a_command_with_130(tmp_path, monkeypatch, capsys):
+    from cvxrank import cli
+    from cvxrank.cli import predict
+
+    path = tmp_path / "out.txt"
+    path.write_text("old\n")
+    with pytest.raises(KeyboardInterrupt), atomic_output(path) as fh:
+        fh.write("partial")
+        raise KeyboardInterrupt
+    assert path.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+    with pytest.raises(KeyboardInterrupt):  # the CLI's SIGTERM handler, so that finally blocks run
+        cli._terminate(signal.SIGTERM, None)
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    def bug(args):
+        raise ValueError("internal detail")
+
+    monkeypatch.delenv("CVXRANK_TRACEBACK", raising=False)
+    monkeypatch.setattr(predict, "run", interrupted)
+    assert cli.main(["predict", "m.json", "d.letor"]) == 130
+    assert capsys.readouterr().err == "cvxrank predict: interrupted\n"
+    monkeypatch.setattr(predict, "run", bug)  # a bug exits 1 and says so, a user error exits 2
+    assert cli.main(["predict", "m.json", "d.letor"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error (a bug in cvxrank)" in err and "CVXRANK_TRACEBACK=1" in err
+
+
+def test_save_letor_follows_the_umask(tmp_path):
+    from cvxrank.data import save_letor
+    from cvxrank.datasets import make_ranking
+
+    old = os.umask(0o022)
+    try:
+        save_letor(make_ranking(n_queries=2, n_features=2, random_state=0), tmp_path / "x.letor")
+    finally:
+        os.umask(old)
+    assert (os.stat(tmp_path / "x.letor").st_mode & 0o777) == 0o644

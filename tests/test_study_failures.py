@@ -28,11 +28,16 @@ import pytest
 
 from cvxrank.datasets import make_ranking
 from cvxrank.study import CostSetting, Instance, Study, load_results, run_study
+from cvxrank.study._isolate import run_isolated
 from cvxrank.study.definition import KEY
+from cvxrank.study.profiles import PROFILES
 from cvxrank.study.store import ResultStore
+from cvxrank.study.worker import Task
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 1.0  # seconds per run: the hanging solver is killed after this
+#: Seconds per run: the hanging solver is killed after this. Far above a tiny solve's time on any machine,
+#: however busy, so that only the hanging run can reach it; what it costs, each study below waits once.
+TIMEOUT = 10.0
 
 
 def _data(seed):
@@ -65,10 +70,10 @@ def kill_loader(size, seed):
     return _data(seed)
 
 
-def make_study() -> Study:
+def make_study(names=("ok", "hang", "kill")) -> Study:
     """Three instances x (clarabel on lifted, cutting_plane) x two cost settings = 12 rows."""
-    instances = [Instance.from_loader("ok", ok_loader, 1), Instance.from_loader("hang", hang_loader, 2),
-                 Instance.from_loader("kill", kill_loader, 3)]
+    loaders = {"ok": (ok_loader, 1), "hang": (hang_loader, 2), "kill": (kill_loader, 3)}
+    instances = [Instance.from_loader(name, *loaders[name]) for name in names]
     return Study(instances, formulations=["lifted"], solvers=["clarabel", "cutting_plane"], profiles=["mid"],
                  costs=[CostSetting(lam=0.1), CostSetting(lam=1.0)], timeout=TIMEOUT, reference_timeout=60)
 
@@ -84,15 +89,37 @@ def _stored_lines(folder) -> list[str]:
 def _check_complete(df: pd.DataFrame, study: Study) -> None:
     assert len(df) == study.n_runs and len(set(_keys(df))) == study.n_runs  # every run once, none lost
     by = {(r["instance"], r["solver"], r["cost"]): r for r in df.to_dict("records")}
+    names = {inst.name for inst in study.instances}
     for cost in ("lam=0.1", "lam=1"):
-        for inst in ("ok", "hang", "kill"):
+        for inst in names:
             assert by[(inst, "clarabel", cost)]["status"] == "optimal"  # the other runs of an instance are fine
         assert by[("ok", "cutting_plane", cost)]["status"] == "optimal"
-        killed = by[("kill", "cutting_plane", cost)]
-        assert killed["status"] == "error" and "SIGKILL" in killed["message"]
-    hung = by[("hang", "cutting_plane", "lam=0.1")]
-    assert hung["status"] == "timeout" and f"{TIMEOUT:g} s limit" in hung["message"]
-    assert by[("hang", "cutting_plane", "lam=1")]["status"] == "timeout"
+        if "kill" in names:
+            killed = by[("kill", "cutting_plane", cost)]
+            assert killed["status"] == "error" and "SIGKILL" in killed["message"]
+    if "hang" in names:
+        hung = by[("hang", "cutting_plane", "lam=0.1")]
+        assert hung["status"] == "timeout" and f"{TIMEOUT:g} s limit" in hung["message"]
+        assert by[("hang", "cutting_plane", "lam=1")]["status"] == "timeout"
+
+
+def _task(name, loader, seed):
+    return Task("run", Instance.from_loader(name, loader, seed), "lifted", "cutting_plane", PROFILES["mid"],
+                (CostSetting(lam=0.1), CostSetting(lam=1.0)), {})
+
+
+@pytest.mark.timeout(300)  # a safety net: a hang fails instead of blocking the suite
+def test_a_hanging_run_is_killed_at_its_limit_and_its_group_is_not_run():
+    """The hanging solver sleeps an hour: it exceeds any limit, so a short one decides nothing by speed."""
+    rows = run_isolated(_task("hang", hang_loader, 2), timeout=0.5)
+    assert [r["status"] for r in rows] == ["timeout", "timeout"] and not any(r["found"] for r in rows)
+    assert "0.5 s limit" in rows[0]["message"] and "earlier run of its group timed out" in rows[1]["message"]
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_killed_mid_solve_gives_error_rows():
+    rows = run_isolated(_task("kill", kill_loader, 3), timeout=600)
+    assert [r["status"] for r in rows] == ["error", "error"] and "SIGKILL" in rows[0]["message"]
 
 
 @pytest.mark.slow  # a second interpreter imports cvxrank and CVXPY: about 10 s on a busy 2-core machine
@@ -130,8 +157,13 @@ def test_study_process_killed_then_resumed(tmp_path):
     assert _stored_lines(out)[: len(before)] == before  # and kept exactly as they were
 
 
-def test_disk_full_while_appending_then_resumed(tmp_path, monkeypatch):
-    study = make_study()
+@pytest.mark.parametrize("names", [
+    pytest.param(("ok",), id="ok"),
+    # the hanging solver makes each study wait TIMEOUT once
+    pytest.param(("ok", "hang", "kill"), id="ok-hang-kill", marks=pytest.mark.slow),
+])
+def test_disk_full_while_appending_then_resumed(tmp_path, monkeypatch, names):
+    study = make_study(names)
     out = tmp_path / "out"
     real_append = ResultStore.append
     calls = {"n": 0}
