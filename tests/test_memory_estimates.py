@@ -1,142 +1,93 @@
-"""Each memory estimate of :mod:`cvxrank._memory` against the measured peak of its operation.
+"""Each memory estimate of :mod:`cvxrank._memory` against what its operation provably holds (issue 13).
 
-Every case runs in a fresh Python process: it imports what it needs and builds its input, then resets
-the kernel's peak-RSS counter (``echo 5 > /proc/self/clear_refs``), notes its resident memory, runs the
-operation and reads the new peak (``VmHWM``). The difference is what the operation added, whoever
-allocated it (NumPy, SciPy, CVXPY's canonicalisation, Clarabel's Rust code), which tracemalloc would
-miss. Each estimate must lie within ``[0.5, 2]`` times that measurement, on instances large enough
-(30-300 MB) that allocator slack and page granularity do not decide the ratio.
+An estimate decides whether work is refused before it starts, so it must never be below the bytes the
+operation's own results occupy: the data a reader returns, the arrays a generator draws, the copy of ``D``
+a CVXPY formulation holds with its slack and weights, the weight vectors of a solver. Those floors follow
+from the shapes alone and are checked in-process. How far above its floor an estimate lies (allocator
+slack, the copies CVXPY and Clarabel make) depends on library versions and on the machine: no test pins
+it to a measured peak.
 
-The Newton phase's :func:`~cvxrank._memory.newton_bytes` is a gate, not an estimate: it assumes the
-band's cap of 20,000 pairs, an upper bound, and only decides whether the phase runs.
+One measurement is left (slow, in a child process): the refusal of a typo'd feature index, whose peak
+stays far below the one weight vector of that length the solve would have allocated.
 """
 
 from __future__ import annotations
 
-import json
+import gzip
 import os
 import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+import scipy.sparse as sp
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
-                                reason="needs Linux's /proc/self/clear_refs to reset the peak RSS")
-
-_HARNESS = """
-import json, resource, sys
-def _status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-{setup}
-estimate = {estimate}
-with open("/proc/self/clear_refs", "w") as fh:
-    fh.write("5")
-base = _status("VmRSS")
-{operation}
-print(json.dumps({{"estimate": int(estimate), "measured": _status("VmHWM") - base}}))
-"""
-
-
-def measure(setup: str, operation: str, estimate: str, budget: str = "4GiB") -> tuple[int, int]:
-    """``(estimate, measured peak)`` in bytes of ``operation`` in a fresh process after ``setup``.
-
-    ``setup`` must import every module the operation uses (an import inside it would be measured), and
-    ``budget`` be finite: the cutting-plane solver's Newton phase runs only when its Hessians fit it."""
-    code = _HARNESS.format(setup=textwrap.dedent(setup), operation=textwrap.dedent(operation), estimate=estimate)
-    env = dict(os.environ, CVXRANK_MEMORY_BUDGET=budget, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                         env.get("PYTHONPATH", "")])
-    proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result["estimate"], result["measured"]
-
-
-def assert_within_2x(estimate: int, measured: int) -> None:
-    assert measured > 10 * 2**20, f"the operation added only {measured} bytes: too small to compare"
-    assert 0.5 <= estimate / measured <= 2.0, f"estimate {estimate / 2**20:.1f} MiB, measured {measured / 2**20:.1f} MiB"
-
-
-IMPORTS = """
-import clarabel, cvxpy, sklearn.datasets
-import cvxrank as cr, cvxrank.data, cvxrank.datasets, cvxrank._svmlight, cvxrank.formulations, cvxrank.native
-"""
-PROBLEM = IMPORTS + """
 import cvxrank as cr
 from cvxrank import _memory as M
 from cvxrank.pairs import make_pairs
-from cvxrank.problem import RankingProblem
-from cvxrank.solvers import solve
-data = cr.make_ranking(n_queries=12, docs_per_query=100, n_features=5, random_state=0)
-p = RankingProblem(data, lam=1.0)
-"""
-
-#: 400,000 features of which each document uses 3 (a file with a stray large index): the per-feature terms.
-WIDE = IMPORTS + """
-import numpy as np, scipy.sparse as sp, cvxrank as cr
-from cvxrank import _memory as M
-from cvxrank.problem import RankingProblem
-from cvxrank.solvers import solve
-NF = 400_000
-d = cr.make_ranking(n_queries=20, docs_per_query=10, n_features=3, random_state=0)
-cols = np.tile([0, 1, 2], d.n_documents) + np.tile([0, 0, NF - 3], d.n_documents)
-X = sp.csr_matrix((d.X.ravel(), cols, np.arange(0, 3 * d.n_documents + 1, 3)), shape=(d.n_documents, NF))
-data = cr.RankingData(X, d.y, d.qid)
-p = RankingProblem(data, lam=1.0)
-"""
 
 
-@pytest.mark.parametrize("formulation", ["primal", "dual"])
-def test_cvxpy_formulation_holding_D(formulation):
-    """D's copies plus the per-pair and per-feature parts (formulation_bytes), 40,000 pairs x 5 features."""
-    assert_within_2x(*measure(PROBLEM, f"solve(p, 'clarabel', formulation={formulation!r})",
-                              "M.formulation_bytes(make_pairs(data))"))
-
-
-def test_lifted_formulation():
-    assert_within_2x(*measure(PROBLEM, "solve(p, 'clarabel', formulation='lifted')",
-                              "M.problem_bytes(data.n_documents, data.n_features, p.n_pairs, data.X.size, 'lifted')"))
-
-
-@pytest.mark.parametrize("solver, route", [("clarabel", "cvxpy"), ("cutting_plane", "pairfree")])
-def test_per_feature_estimates(solver, route):
-    """400,000 features, 600 pairs: the weight vectors dominate."""
-    options = ", formulation='primal'" if solver == "clarabel" else ""
-    assert_within_2x(*measure(WIDE, f"solve(p, {solver!r}{options})",
-                              f"M.problem_bytes(data.n_documents, data.n_features, p.n_pairs, X.nnz, {route!r})"))
+def held_bytes(data) -> int:
+    """Bytes of a :class:`~cvxrank.data.RankingData`'s arrays (X dense or CSR, grades, query ids)."""
+    X = data.X
+    x = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X) else np.asarray(X).nbytes
+    return x + np.asarray(data.y).nbytes + np.asarray(data.qid).nbytes
 
 
 @pytest.mark.parametrize("suffix", ["", ".gz"])
-def test_reading_a_letor_file(tmp_path, suffix):
-    """About 800,000 values (40,000 lines x 20 features); the .gz is estimated from its decompressed text."""
-    import gzip
-
-    import cvxrank.data as cr_data
-    from cvxrank.datasets import make_ranking
-
+def test_reading_a_letor_file_is_estimated_at_least_at_its_result(tmp_path, suffix):
+    """The .gz is counted from its decompressed text, not from its (smaller) size on disk."""
     path = tmp_path / "d.letor"
-    cr_data.save_letor(make_ranking(n_queries=4000, docs_per_query=10, n_features=20, random_state=0), path)
+    cr.data.save_letor(cr.make_ranking(n_queries=200, docs_per_query=10, n_features=20, random_state=0), path)
     if suffix:
         path = tmp_path / "d.letor.gz"
         path.write_bytes(gzip.compress((tmp_path / "d.letor").read_bytes(), compresslevel=1))
-    setup = IMPORTS + f"from cvxrank import _memory as M\npath = {str(path)!r}"
-    assert_within_2x(*measure(setup, "data = cr.load_letor(path)", "M.letor_read_bytes(path)"))
+    data = cr.load_letor(path)
+    assert M.letor_read_bytes(path) >= held_bytes(data)
 
 
 @pytest.mark.parametrize("density", [1.0, 0.3])
-def test_generating_data(density):
-    setup = IMPORTS + "from cvxrank import _memory as M"
-    op = f"data = cr.make_ranking(n_queries=8000, docs_per_query=10, n_features=40, density={density})"
-    assert_within_2x(*measure(setup, op, f"M.generated_bytes(80000, 40, {density})"))
+def test_generating_data_is_estimated_at_least_at_its_result(density):
+    data = cr.make_ranking(n_queries=200, docs_per_query=10, n_features=40, density=density, random_state=0)
+    assert data.is_sparse == (density < 1)
+    assert M.generated_bytes(data.n_documents, 40, density) >= held_bytes(data)
 
 
+def test_a_cvxpy_formulation_is_estimated_at_least_at_d_its_slack_and_weights():
+    """``D`` (dense: exactly its bytes), one slack per pair and one weight per feature, in float64."""
+    data = cr.make_ranking(n_queries=6, docs_per_query=40, n_features=5, random_state=0)
+    pairs = make_pairs(data)
+    D = pairs.difference_matrix()
+    assert M.difference_matrix_bytes(pairs) == D.nbytes
+    assert M.formulation_bytes(pairs) >= D.nbytes + 8 * (pairs.n_pairs + pairs.n_features)
+
+
+def test_the_lifted_formulation_is_estimated_at_least_at_x_and_its_variables():
+    """No ``D``: ``X`` (CSR: a value and a column index per entry), ``s = X w``, a slack per pair, ``w``."""
+    data = cr.make_ranking(n_queries=6, docs_per_query=40, n_features=5, random_state=0)
+    n_pairs, nnz = make_pairs(data).n_pairs, int(np.count_nonzero(data.X))
+    floor = 12 * nnz + 8 * (data.n_documents + n_pairs + data.n_features)
+    assert M.problem_bytes(data.n_documents, data.n_features, n_pairs, nnz, "lifted") >= floor
+
+
+@pytest.mark.parametrize("route", ["cvxpy", "lifted", "native", "pairfree"])
+def test_every_route_is_estimated_at_least_at_two_weight_vectors(route):
+    """400,000 features of which each document uses 3 (a stray large index): ``w`` and a gradient (or the
+    objective's diagonal) of that length, and a score per document, whatever the solver."""
+    n_features, n_documents = 400_000, 200
+    need = M.problem_bytes(n_documents, n_features, 600, 3 * n_documents, route)
+    assert need >= 2 * 8 * n_features + 8 * n_documents
+
+
+@pytest.mark.slow  # a child process imports cvxrank, CVXPY and Clarabel
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the peak RSS from Linux's /proc")
 @pytest.mark.parametrize("solver", ["clarabel", "cutting_plane"])
 def test_a_typod_feature_index_is_refused_before_allocating(tmp_path, solver):
     """``fit`` on a file with index 100000000, in a child process capped at 2 GiB of address space
-    beyond its start: exit 2 with the feature count, and its peak stays within 64 MiB of the baseline."""
+    beyond its start: exit 2 with the feature count, and its peak grows by far less than one weight vector
+    of 10^8 float64 (800 MB), which the solve would have allocated (tests/test_cli_hostile.py checks the
+    refusal in-process, in the fast suite)."""
     path = tmp_path / "typo.letor"
     path.write_bytes(b"2 qid:1 1:0.5 100000000:0.2\n0 qid:1 1:0.1\n1 qid:1 2:0.3\n")
     code = textwrap.dedent(f"""
@@ -161,5 +112,5 @@ def test_a_typod_feature_index_is_refused_before_allocating(tmp_path, solver):
     assert proc.returncode == 2, proc.stderr[-2000:]
     message, added = proc.stderr.splitlines()
     assert message.startswith("cvxrank fit: error: ") and "100,000,000 features" in message
-    assert int(added.split()[1]) < 64 * 2**20
+    assert int(added.split()[1]) < 8 * 100_000_000 / 10  # a tenth of one weight vector: none was allocated
     assert not (tmp_path / "m.json").exists()
