@@ -1,4 +1,7 @@
-"""The benchmark commands run end to end on tiny inputs (the figures themselves come from full runs, not tests)."""
+"""The benchmark commands run end to end on tiny inputs (the figures themselves come from full runs, not tests).
+
+Each run solves several problems: slow (``python -m pytest -m slow``), but for one tiny ``bench path`` run and
+the refusals. Timings are never compared with a number or with each other: only their own formulas hold."""
 
 import json
 
@@ -33,6 +36,7 @@ def test_bench_path_refuses_bad_sizes_in_one_line(capsys):
     assert main(["bench", "path", "--queries", "0"]) == 2
 
 
+@pytest.mark.slow
 def test_bench_formulations_headline_and_shapes_report(tmp_path, capsys):
     report = tmp_path / "choice.md"
     args = ["bench", "formulations", "--queries", "1", "--shapes", "3,12", "--shape-pairs", "150",
@@ -46,18 +50,23 @@ def test_bench_formulations_headline_and_shapes_report(tmp_path, capsys):
     assert "rule picked the fastest formulation on" in text
 
 
+@pytest.mark.slow
 def test_bench_native_certificate_share_before_and_after(tmp_path, capsys):
-    """The native solve keeps its own bound: its certificate share falls to (nearly) nothing."""
+    """The native solve keeps its own bound (no pairwise re-certification after it); both routes are
+    certified. How the two times compare is the benchmark's finding on a machine, not asserted here."""
     out = tmp_path / "cert.json"
     assert main(["bench", "native", "--instances", "certificate", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "certificate share of a native solve" in text and "before: pairwise re-certification" in text
     before, after = json.loads(out.read_text())["rows"]
-    assert before["route"].startswith("before") and after["route"].startswith("after")
-    assert after["share"] <= 0.2 and after["relative_gap"] <= 1e-6
-    assert before["certificate_s"] > after["certificate_s"]
+    assert before["route"].startswith("before") and after["route"].startswith("after: the method's own bound")
+    assert after["relative_gap"] <= 1e-6 and before["pairs"] == after["pairs"]
+    for r in (before, after):
+        assert r["solve_s"] > 0 and r["certificate_s"] >= 0
+        assert r["share"] == pytest.approx(r["certificate_s"] / (r["solve_s"] + r["certificate_s"]))
 
 
+@pytest.mark.slow
 def test_bench_native_squared_hinge_runs_three_methods_on_one_objective(tmp_path, capsys):
     out = tmp_path / "sq.json"
     assert main(["bench", "native", "--instances", "squared", "--squared-queries", "1", "--json", str(out)]) == 0
@@ -70,6 +79,7 @@ def test_bench_native_squared_hinge_runs_three_methods_on_one_objective(tmp_path
     assert main(["bench", "native", "--instances", "squared", "--squared-queries", "0"]) == 2
 
 
+@pytest.mark.slow
 def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
     out = tmp_path / "floor.json"
     args = ["bench", "native", "--instances", "floor", "--ohsumed-queries", "3", "--floor-lams", "5",
@@ -102,6 +112,7 @@ def test_bench_native_floor_counts_solves_in_floor_passes(tmp_path, capsys):
     assert "certifies nothing itself" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bench_native_floor_puts_linearsvc_and_clarabel_in_floor_passes(tmp_path, capsys):
     """The references run once each; their w is scored against the pair-free run's certified bound, and their
     time is entered at exactly the gaps that w reaches."""
@@ -122,6 +133,7 @@ def test_bench_native_floor_puts_linearsvc_and_clarabel_in_floor_passes(tmp_path
                 assert cell["floor_passes"] == pytest.approx(r["seconds"] / r["floor_pass_seconds"])
 
 
+@pytest.mark.slow
 def test_bench_native_floor_with_float32_x_reports_against_the_float64_size(tmp_path, capsys):
     out = tmp_path / "floor32.json"
     args = ["bench", "native", "--instances", "floor", "--ohsumed-queries", "3", "--floor-lams", "5",

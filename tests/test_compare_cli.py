@@ -12,6 +12,7 @@ BASE = ["compare", "--instances", "ecml", "--sizes", "2,4", "--formulations", "l
         "clarabel,subgradient", "--profiles", "low,mid", "--no-progress"]
 
 
+@pytest.mark.slow  # 12 runs and their references, twice; the tests below run one-run studies
 def test_compare_runs_a_study_writes_the_report_and_resumes(tmp_path, capsys):
     out = tmp_path / "study"
     assert main(BASE + ["--out", str(out), "--jobs", "2", "--timeout", "60"]) == 0

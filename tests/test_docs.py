@@ -4,6 +4,9 @@ One build (module fixture) serves every test: every page, every API docstring, t
 tutorial's code blocks (markdown-exec) and every example of the gallery (mkdocs-gallery) run at
 build time. Where headless Chromium is installed, MathJax is run on the built pages too and every
 equation must come out typeset, with no TeX error.
+
+The build takes half a minute: the tests of the built site are slow (``python -m pytest -m slow``);
+the fast suite checks what the build reads (pages, examples) without building.
 """
 
 import os
@@ -32,6 +35,20 @@ def site(tmp_path_factory):
     return out
 
 
+def test_every_page_and_example_the_build_reads_is_there():
+    """Fast: the nav's pages exist, and every example is in the gallery's teaching order and says what it
+    teaches in its first lines (the build, in the slow tests, runs them)."""
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    targets = [target for entry in nav for target in entry.values()]
+    assert targets and all((ROOT / "docs" / t).exists() or t == "gallery" for t in targets), targets
+    order = re.search(r"ORDER = \[(.*?)\]", (ROOT / "docs" / "gallery_conf.py").read_text(), flags=re.S)
+    assert sorted(re.findall(r'"(\w+)"', order.group(1))) == sorted(p.stem for p in EXAMPLES)
+    for path in EXAMPLES:
+        assert "Teaches:" in "\n".join(path.read_text().splitlines()[:15]), path.name
+
+
 def page(site, name) -> str:
     return (site / name / "index.html").read_text()
 
@@ -43,6 +60,7 @@ def text_of(html: str) -> str:
     return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
 
 
+@pytest.mark.slow
 def test_docs_build_strict(site):
     cli = page(site, "cli")
     assert "cvxrank fit --help" in cli and "cvxrank cv --help" in cli
@@ -52,6 +70,7 @@ def test_docs_build_strict(site):
     assert not list(site.rglob("*.pickle")), "the gallery's caches are not published"
 
 
+@pytest.mark.slow
 def test_cli_help_fits_the_page(site):
     # argparse wraps the help the docs show; hand-wrapped paragraphs and long output lines wrap
     # at the edge of the page (text blocks are pre-wrap), so nothing is cut off at 1280 px.
@@ -63,6 +82,7 @@ def test_cli_help_fits_the_page(site):
     assert "stylesheets/extra.css" in page(site, "cli")
 
 
+@pytest.mark.slow
 def test_tutorial_shows_what_its_code_printed(site):
     text = text_of(page(site, "tutorial"))
     # Hand-computed: x_0 - x_1 = (3, 1) - (2, 2) and x_3 - x_4 = (1, 3) - (0, 1).
@@ -78,6 +98,7 @@ def test_tutorial_shows_what_its_code_printed(site):
     assert "verdict" in text and "Traceback" not in text
 
 
+@pytest.mark.slow
 def test_gallery_runs_every_example(site):
     index = text_of((site / "gallery" / "index.html").read_text())
     for path in EXAMPLES:
@@ -98,6 +119,7 @@ def test_gallery_runs_every_example(site):
         assert all((site / "gallery" / "images" / img).stat().st_size > 10_000 for img in images)
 
 
+@pytest.mark.slow
 def test_equations_are_marked_for_mathjax(site):
     assert (site / "javascripts" / "mathjax" / "tex-svg-full.js").stat().st_size > 1_000_000
     for name in MATH_PAGES:
@@ -109,6 +131,7 @@ def test_equations_are_marked_for_mathjax(site):
         assert label in formulations
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="headless Chromium is not installed")
 def test_mathjax_typesets_every_equation(site, tmp_path):
     pages = MATH_PAGES + ["gallery/theorem1_by_hand", "gallery/pairwise_transform", "core", "solvers", "listwise"]

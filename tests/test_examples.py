@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
+#: Examples that take more than a few seconds (cross-validation on the real data): run with -m slow.
+SLOW = {"letor_cross_validation.py"}
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW else p
+                                  for p in EXAMPLES], ids=lambda p: p.name)
 def test_example_runs(path, capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", [str(path)])
     runpy.run_path(str(path), run_name="__main__")

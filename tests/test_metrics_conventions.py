@@ -143,6 +143,7 @@ def test_presets_match_the_scripts_port(convention):
                            t["ndcg@10"].to_numpy())
 
 
+@pytest.mark.slow  # the CLI in two subprocesses; tests/test_cli.py checks --convention in-process
 def test_cli_convention(tmp_path):
     data = tmp_path / "d.letor"
     data.write_text("".join(f"{g} qid:{qq} 1:{v}\n" for g, qq, v in zip(Y, Q, S)))

@@ -114,6 +114,7 @@ def test_estimators_refit_and_round_trip_bit_for_bit(make, tmp_path):
     assert solve_info["status"] in ("optimal", "optimal_inaccurate", "user_limit")
 
 
+@pytest.mark.slow  # a second interpreter imports cvxrank and CVXPY
 def test_same_seed_same_model_in_a_fresh_process():
     """The same fit in another interpreter gives the same bits (same machine, same libraries)."""
     code = ("import numpy as np, cvxrank as cr\n"

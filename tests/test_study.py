@@ -248,6 +248,7 @@ def test_crashing_and_failing_runs_become_error_rows(tmp_path):
     assert df.loc[("t", "ecos"), "status"] == "error" and "not_an_option" in df.loc[("t", "ecos"), "message"]
 
 
+@pytest.mark.slow  # two fresh interpreters import cvxrank and CVXPY (the fork server's children do not)
 def test_run_isolated_in_a_plain_subprocess_reports_rows_and_signals(tmp_path):
     inst = Instance.from_data("t", tiny())
     task = Task("run", inst, "lifted", "clarabel", PROFILES["mid"], (CostSetting(1.0), CostSetting(0.1)), {})

@@ -58,6 +58,7 @@ def test_random_files_match_scikit_learn(tmp_path):
         same(read_svmlight(path, chunk_bytes=int(rng.integers(50, 900)), n_jobs=1), reference)
 
 
+@pytest.mark.slow  # two worker processes start and import the reader
 def test_parallel_ranges_match(tmp_path, monkeypatch):
     lines = [f"{i % 3} qid:{i // 10} 1:{i} 2:{i * 0.5} {1 + i % 50}0:1" for i in range(2000)]
     path = write(tmp_path, lines)
