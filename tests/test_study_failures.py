@@ -132,7 +132,7 @@ def test_study_process_killed_then_resumed(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     results = out / "results.csv"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 300  # a safety net: the loop ends on the event (3 rows stored)
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             if results.is_file() and len(_stored_lines(out)) >= 3:
