@@ -15,10 +15,10 @@ through it. A ``τ`` of 0 drops that grade pair from the loss.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from numbers import Real
 
 import numpy as np
 
+from cvxrank._validation import POSITIVE_INT, Interval, check
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
@@ -62,8 +62,7 @@ MAX_C = 1e100
 def _check_cost(value, name: str, *, is_C: bool) -> float:
     """``value`` of ``lam`` (``is_C=False``) or ``C``: a positive finite number whose ``C`` and ``λ`` both
     lie in ``[1/(2 MAX_C), MAX_C]``; ``name`` is how the message names it (``lam``, ``C``, ``--C``)."""
-    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
-        raise ValidationError(f"{name} must be a positive number, got {value!r}")
+    check(name, value, Interval())  # a number (not True, not NaN); its sign and size below
     v = _positive(value, name)
     low = 1.0 / (2.0 * MAX_C)
     if not low <= v <= MAX_C:
@@ -522,8 +521,7 @@ def estimate_tau(data, T: int | None = 100, *, random_state=None):
 
     if not isinstance(data, RankingData):
         raise ValidationError(f"estimate_tau takes RankingData, got {type(data).__name__}")
-    if T is not None and (isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1):
-        raise ValidationError(f"T must be a positive integer or None, got {T!r}")
+    check("T", T, POSITIVE_INT.or_none())
     grades = data.grades
     if grades.size < 2:
         raise ValidationError(f"tau estimation needs at least two grades, the data has only {grades.tolist()}")

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from cvxrank._io import read_pipe
 from cvxrank._memory import check_letor_files, check_memory
+from cvxrank._validation import POSITIVE_INT, check
 from cvxrank.exceptions import ValidationError
 
 __all__ = ["RankingData", "load_letor", "save_letor"]
@@ -492,8 +493,7 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
     paths = [os.fspath(path)] if single else [os.fspath(p) for p in path]
     if not paths:
         raise ValidationError("no file given")
-    if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
-        raise ValidationError(f"n_features must be a positive integer, got {n_features!r}")
+    check("n_features", n_features, POSITIVE_INT.or_none())
     dtype = _feature_dtype(dtype)
     sources = [_Source(p) for p in paths]
     scans = [s.scan() for s in sources]

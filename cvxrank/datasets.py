@@ -6,6 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from cvxrank._memory import check_generated
+from cvxrank._validation import POSITIVE_INT, Interval, check
 from cvxrank.data import RankingData, _feature_dtype
 from cvxrank.exceptions import ValidationError
 
@@ -65,8 +66,7 @@ def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 
     RankingData(n_documents=12, n_features=2, n_queries=3, grades=[0, 1, 2])
     """
     for name, v in (("n_queries", n_queries), ("n_features", n_features), ("n_grades", n_grades)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValidationError(f"{name} must be a positive integer, got {v!r}")
+        check(name, v, POSITIVE_INT)
     if proportions is not None:
         shares = np.asarray(proportions, dtype=float)
         if shares.ndim != 1 or shares.size < 2 or not np.all(np.isfinite(shares)) or np.any(shares <= 0):
@@ -74,8 +74,7 @@ def make_ranking(n_queries: int = 10, docs_per_query=(8, 16), n_features: int = 
         n_grades = shares.size
     if n_grades < 2:
         raise ValidationError("n_grades must be at least 2 for there to be pairs")
-    if not 0 < density <= 1:
-        raise ValidationError(f"density must be in (0, 1], got {density!r}")
+    check("density", density, Interval(0, 1, closed="right"))
     dtype = _feature_dtype(dtype)
     rng = np.random.default_rng(random_state)
     lo, hi = (docs_per_query, docs_per_query) if np.isscalar(docs_per_query) else docs_per_query
@@ -172,7 +171,7 @@ def make_ecml_simulation(*, sizes=ECML_SIZES, random_state=0) -> RankingData:
     >>> make_ecml_simulation(random_state=0)
     RankingData(n_documents=1300, n_features=2, n_queries=1, grades=[0, 1, 2])
     """
-    if len(sizes) != 3 or any(not isinstance(n, (int, np.integer)) or n < 1 for n in sizes):
+    if len(sizes) != 3 or not all(POSITIVE_INT.admits(n) for n in sizes):
         raise ValidationError(f"sizes must be three positive integers, got {sizes!r}")
     check_generated(sum(int(n) for n in sizes), 2, f"the ECML simulation of sizes {tuple(int(n) for n in sizes)}")
     rng = np.random.default_rng(random_state)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from cvxrank._validation import POSITIVE_INT, check_each
 from cvxrank.exceptions import ValidationError
 from cvxrank.metrics import mean_average_precision, ndcg_score, precision_at_k
 
@@ -59,10 +60,7 @@ def _convention(convention: str, relevant):
 
 
 def _check_ks(ks) -> tuple[int, ...]:
-    ks = tuple(ks)
-    if not ks or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in ks):
-        raise ValidationError(f"ks must be positive integers, got {ks!r}")
-    return ks
+    return check_each("ks", ks, POSITIVE_INT)
 
 
 def per_query_metrics(y_true, y_score, qid, *, ks=DEFAULT_KS, relevant=None, convention="cvxrank") -> pd.DataFrame:

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-
 from cvxrank._args import split
 from cvxrank._io import frame_to_json, write_atomic, write_json
-from cvxrank.exceptions import CvxrankError
+from cvxrank._validation import Interval, check
+from cvxrank.exceptions import CvxrankError, ValidationError
 
 __all__ = ["parse_tau", "parse_mu", "split", "write_atomic", "write_json", "frame_to_json", "add_data_arguments",
-           "data_from_args"]
+           "data_from_args", "check_option", "MAX_ITER", "MAX_ITER_LIMIT"]
+
+#: The largest iteration cap every solver takes (OSQP and SCS read a 32-bit int; larger ones
+#: overflowed inside the solver with a traceback).
+MAX_ITER_LIMIT = 2**31 - 1
+#: What ``--max-iter`` may be.
+MAX_ITER = Interval(1, MAX_ITER_LIMIT, integer=True)
+
+
+def check_option(flag: str, value, constraint):
+    """:func:`cvxrank._validation.check` of the option ``--flag``: the same refusal, as the
+    :class:`~cvxrank.exceptions.CvxrankError` the commands raise."""
+    try:
+        return check(f"--{flag}", value, constraint)
+    except ValidationError as exc:
+        raise CvxrankError(str(exc)) from None
 
 
 def parse_tau(text: str | None):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import shlex
 
-from cvxrank.cli._common import parse_mu, parse_tau, split
+from cvxrank._validation import POSITIVE, POSITIVE_INT, Interval
+from cvxrank.cli._common import MAX_ITER, check_option, parse_mu, parse_tau, split
 from cvxrank.exceptions import CvxrankError
 
 HELP = "compare solvers and formulations on a grid of instances and tolerance profiles"
@@ -93,28 +94,15 @@ def _numbers(text, what, kind=float):
         raise CvxrankError(f"--{what} must be comma-separated numbers, got {text!r}") from None
 
 
-#: The largest iteration cap every solver takes (OSQP and SCS read a 32-bit int; larger ones
-#: overflowed inside the solver with a traceback).
-MAX_ITER_LIMIT = 2**31 - 1
-
-
 def _check_values(args) -> None:
     """Refuse option values no run could use, before the first run (a study of error rows, or one
     that fails at its end, is worse than one line now)."""
-    import math
-
-    def positive(value, name):
-        if not (math.isfinite(value) and value > 0):
-            raise CvxrankError(f"--{name} must be a positive, finite number of seconds, got {value:g}")
-
-    positive(args.timeout, "timeout")
-    positive(args.connect_timeout, "connect-timeout")
-    if not 0 <= args.seed < 2**32:
-        raise CvxrankError(f"--seed must be an integer in [0, 2**32), got {args.seed}")
-    if args.jobs < 1:
-        raise CvxrankError(f"--jobs must be a positive integer, got {args.jobs}")
-    if args.max_iter is not None and not 1 <= args.max_iter <= MAX_ITER_LIMIT:
-        raise CvxrankError(f"--max-iter must be a positive integer (at most {MAX_ITER_LIMIT}), got {args.max_iter}")
+    check_option("timeout", args.timeout, POSITIVE)  # seconds
+    check_option("connect-timeout", args.connect_timeout, POSITIVE)
+    check_option("seed", args.seed, Interval(0, 2**32, closed="left", integer=True))
+    check_option("jobs", args.jobs, POSITIVE_INT)
+    if args.max_iter is not None:
+        check_option("max-iter", args.max_iter, MAX_ITER)
     for name in ("solvers", "formulations", "profiles", "lams", "mu", "instances", "sizes", "variants"):
         values = split(getattr(args, name))
         if values and len(set(values)) != len(values):
@@ -150,8 +138,6 @@ def study_from_args(args):
     costs = [CostSetting(lam=lam, tau=taus, mu=mu, variant=v)
              for v in variants for mu in mus for lam in _numbers(args.lams, "lams")]
     instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
-    if args.max_iter is not None and args.max_iter < 1:
-        raise CvxrankError(f"--max-iter must be a positive integer, got {args.max_iter}")
     options = {}
     if args.max_iter is None:  # the registry's quick caps: a study with the defaults finishes in minutes
         from cvxrank.solvers.registry import SOLVERS

@@ -7,11 +7,8 @@ version and the solver's certified duality gap; `cvxrank predict` reads it."""
 
 from __future__ import annotations
 
-from cvxrank.cli._common import parse_mu, parse_tau
-from cvxrank.exceptions import ValidationError
-
-#: The largest iteration cap every solver takes (OSQP and SCS read a 32-bit int).
-MAX_ITER_LIMIT = 2**31 - 1
+from cvxrank._validation import check
+from cvxrank.cli._common import MAX_ITER, parse_mu, parse_tau
 
 HELP = "fit a ranker on a LETOR file and save it as a JSON model"
 EPILOG = """examples:
@@ -69,8 +66,8 @@ def ranker_params(args) -> dict:
               "random_state": args.seed, "loss": args.loss, "margin": args.margin, "l1": args.l1,
               "lower": args.lower, "upper": args.upper}
     params = {k: v for k, v in params.items() if v is not None}
-    if args.max_iter is not None and not 1 <= args.max_iter <= MAX_ITER_LIMIT:
-        raise ValidationError(f"--max-iter must be a positive integer (at most {MAX_ITER_LIMIT}), got {args.max_iter}")
+    if args.max_iter is not None:
+        check("--max-iter", args.max_iter, MAX_ITER)
     from cvxrank.costs import check_C, check_lam
 
     if args.C is not None:  # named as typed, before the data is read

@@ -12,10 +12,9 @@ exponential cone (:func:`cvxrank.listwise.solve_listwise_cvxpy`).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from cvxrank._validation import POSITIVE_INT, check
 from cvxrank.estimators.base import BaseRanker, as_ranking_data
 from cvxrank.exceptions import ValidationError
 
@@ -41,8 +40,7 @@ class _ListwiseRanker(BaseRanker):
         """Fit ``w`` on graded documents (see :meth:`cvxrank.estimators.RankSVM.fit` for the arguments)."""
         from cvxrank.listwise import solve_listwise_cvxpy, solve_newton
 
-        if not isinstance(self.score_k, numbers.Integral) or self.score_k < 1:
-            raise ValidationError(f"score_k must be a positive integer, got {self.score_k!r}")
+        check("score_k", self.score_k, POSITIVE_INT)
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")
         data = as_ranking_data(X, y, qid, estimator=self)

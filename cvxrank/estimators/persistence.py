@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 import os
 
 import numpy as np
 
 from cvxrank import __version__
 from cvxrank._io import read_input
+from cvxrank._validation import FINITE, NONNEG_INT, POSITIVE, POSITIVE_INT, Interval, check
 from cvxrank.costs import Costs
 from cvxrank.estimators.listwise import CsRgList, ListMLE
 from cvxrank.estimators.pairwise import CostSensitiveRankSVM, RankSVM, RankSVMIR
@@ -65,7 +65,7 @@ def _decode_tau(value, where):
     table = {}
     for hi, lo, v in value:
         for x in (hi, lo, v):
-            if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x):
+            if not FINITE.admits(x):
                 raise ValidationError(f"{where} holds {x!r}, not a finite number")
         table[(hi, lo)] = float(v)
     return Costs(tau=table).tau  # the one place costs are validated
@@ -77,19 +77,15 @@ def _decode_mu(value, where):
         raise ValidationError(f"{where} must be a list of [query id, weight] pairs")
     table = {}
     for key, v in value:
-        if not isinstance(key, (str, int, float)) or isinstance(key, bool) or not _finite(v):
+        if not (isinstance(key, str) or FINITE.admits(key)) or not FINITE.admits(v):
             raise ValidationError(f"{where} holds [{key!r}, {v!r}], not [query id, finite number]")
         table[key] = float(v)
     return Costs(mu=table).mu
 
 
-def _finite(x) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _number(v):
     v = v.item() if hasattr(v, "item") else v
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+    if not Interval().admits(v):
         raise ValidationError(f"cannot store {v!r} in a model file: not a number")
     return v
 
@@ -180,11 +176,9 @@ def model_from_dict(doc, *, source="model") -> object:
     if isinstance(params.get("mu"), list):
         params["mu"] = _decode_mu(params["mu"], f"{source}: params.mu")
     n = doc["n_features"]
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValidationError(f"{source}: n_features must be a positive integer, got {n!r}")
+    check(f"{source}: n_features", n, POSITIVE_INT)
     coef = doc["coef"]
-    if not isinstance(coef, list) or len(coef) != n or not all(
-            isinstance(c, numbers.Real) and not isinstance(c, bool) and math.isfinite(c) for c in coef):
+    if not isinstance(coef, list) or len(coef) != n or not all(FINITE.admits(c) for c in coef):
         raise ValidationError(f"{source}: coef must be a list of {n} finite numbers")
     fitted = doc["fitted"]
     if not isinstance(fitted, dict):
@@ -192,16 +186,16 @@ def model_from_dict(doc, *, source="model") -> object:
     if set(fitted) - _FITTED_KEYS:
         raise ValidationError(f"{source}: unknown keys in fitted: {sorted(set(fitted) - _FITTED_KEYS)}")
     for attr in ("lam", "C"):
-        if fitted.get(attr) is not None and not (_finite(fitted[attr]) and fitted[attr] > 0):
+        if not POSITIVE.or_none().admits(fitted.get(attr)):  # JSON's null is None
             raise ValidationError(f"{source}: fitted.{attr} must be a positive number or null, got {fitted[attr]!r}")
     n_iter = fitted.get("n_iter", 0)
-    if n_iter is not None and (type(n_iter) is not int or n_iter < 0):
+    if not NONNEG_INT.or_none().admits(n_iter):
         raise ValidationError(f"{source}: fitted.n_iter must be a non-negative integer, got {n_iter!r}")
     if isinstance(fitted.get("tau"), str):
         raise ValidationError(f"{source}: fitted.tau must be a list of [higher, lower, value] triples or null")
     solve = doc["solve"]
     if not isinstance(solve, dict) or not all(
-            v is None or isinstance(v, (str, bool, int)) or _finite(v) for v in solve.values()):
+            v is None or isinstance(v, (str, bool, int)) or FINITE.admits(v) for v in solve.values()):
         raise ValidationError(f"{source}: solve must be an object of numbers, strings, booleans or nulls")
     model = cls(**params)
     model.coef_ = np.array(coef, dtype=np.float64)

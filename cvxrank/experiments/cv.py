@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import ParameterGrid
 
+from cvxrank._validation import Interval, Options, check
 from cvxrank.data import RankingData, load_letor
 from cvxrank.evaluation import DEFAULT_KS, per_query_metrics
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
@@ -87,7 +88,7 @@ def query_folds(data: RankingData, n_folds: int = 5, *, random_state=0) -> list[
     """
     if not isinstance(data, RankingData):
         raise ValidationError(f"query_folds takes RankingData, got {type(data).__name__}")
-    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 3:
+    if not Interval(3, None, integer=True).admits(n_folds):
         raise ValidationError(f"n_folds must be an integer >= 3 (train, validation, test), got {n_folds!r}")
     if n_folds > data.n_queries:
         raise ValidationError(f"n_folds={n_folds} but the data have only {data.n_queries} queries: "
@@ -105,8 +106,7 @@ def query_folds(data: RankingData, n_folds: int = 5, *, random_state=0) -> list[
 def holdout_split(train: RankingData, test: RankingData, *, vali_fraction: float = 0.2, random_state=0,
                   name: str = "holdout") -> list[Split]:
     """One split from a training and a test set; ``vali_fraction`` of the training queries validate."""
-    if not 0 < vali_fraction < 1:
-        raise ValidationError(f"vali_fraction must be in (0, 1), got {vali_fraction!r}")
+    check("vali_fraction", vali_fraction, Interval(0, 1, closed="neither"))
     ids = np.asarray(train.query_ids)
     n_vali = int(round(vali_fraction * ids.shape[0]))
     if n_vali < 1 or n_vali >= ids.shape[0]:
@@ -349,8 +349,7 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     for m in params:
         method_label(m)
     metric_names = list(per_query_metrics([1, 0], [1.0, 0.0], [1, 1], ks=ks, relevant=relevant).columns)
-    if select_by not in metric_names:
-        raise ValidationError(f"select_by must be one of {metric_names}, got {select_by!r}")
+    check("select_by", select_by, Options(tuple(metric_names)))
     if baseline is not None and baseline not in labels and baseline not in methods:
         raise ValidationError(f"baseline {baseline!r} is not one of the methods {methods}")
     baseline = method_label(baseline) if baseline in methods else baseline

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from cvxrank._validation import POSITIVE_INT, Interval, check, check_each
 from cvxrank.costs import check_lam, estimate_tau, pair_weights
 from cvxrank.data import RankingData
 from cvxrank.datasets import ECML_SIZES, make_ecml_simulation
@@ -259,13 +260,7 @@ class SimulationResult:
 
 
 def _check_ns(ns) -> tuple:
-    try:
-        values = list(ns)
-    except TypeError:
-        raise ValidationError(f"ns must be a sequence of positive integers, got {ns!r}") from None
-    if not values or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 for n in values):
-        raise ValidationError(f"ns must be a non-empty sequence of positive integers, got {ns!r}")
-    return tuple(sorted({int(n) for n in values}))
+    return tuple(sorted(set(check_each("ns", ns, POSITIVE_INT))))
 
 
 def _estimated_tau(data, T, random_state, tau_floor):
@@ -341,8 +336,7 @@ def run_ecml_simulation(*, random_state=0, lam: float = DEFAULT_LAM, tau=None, s
     start = time.perf_counter()
     lam = check_lam(lam)
     ns = _check_ns(ns)
-    if not (isinstance(tau_floor, (int, float)) and 0 < tau_floor <= 1):
-        raise ValidationError(f"tau_floor must be in (0, 1], got {tau_floor!r}")
+    check("tau_floor", tau_floor, Interval(0, 1, closed="right"))
     try:
         sizes = tuple(sizes)
     except TypeError:

@@ -35,7 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from cvxrank._groups import positions_in_group, within_query_pairs
-from cvxrank.exceptions import SolverError, SolverNotAvailableError, ValidationError
+from cvxrank._validation import check_tol
+from cvxrank.exceptions import SolverError, SolverNotAvailableError
 from cvxrank.listwise.loss import ListwiseLayout, _as_layout, check_C, check_pcf
 from cvxrank.listwise.result import ListwiseResult, make_result
 from cvxrank.solvers.cvxpy_backend import _version, installed_cvxpy_solvers
@@ -122,8 +123,7 @@ class ListwiseProgram:
             When the solver fails or reports anything but (inaccurately) optimal.
         """
         name = _check_solver(solver)
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
-            raise ValidationError(f"tol must be a number in (0, 1), got {tol!r}")
+        check_tol(tol)
         const, package = SOLVERS[name].cvxpy_name, SOLVERS[name].package
         merged = {**LISTWISE_DEFAULT_OPTIONS.get(name, {}), **options}
         start = time.perf_counter()

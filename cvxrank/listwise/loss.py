@@ -70,13 +70,13 @@ chunk at a time only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 
 from cvxrank._float64 import dense_rows
 from cvxrank._groups import group_offsets, query_codes
+from cvxrank._validation import Interval, check
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 
@@ -105,14 +105,7 @@ _UNDERFLOW_LOG = -600.0
 # -- validation --------------------------------------------------------------
 def check_pcf(pcf) -> float | None:
     """Validate the penalty coefficient ``pCf`` of (3): ``None`` (plain ListMLE) or a finite number ≥ 1."""
-    if pcf is None:
-        return None
-    if isinstance(pcf, bool) or not isinstance(pcf, (Real, np.integer, np.floating)):
-        raise ValidationError(f"pCf (pcf) must be None or a number >= 1, got {pcf!r}")
-    v = float(pcf)
-    if not np.isfinite(v) or v < 1:
-        raise ValidationError(f"pCf (pcf) must be a finite number >= 1 (equation (3) of He et al.), got {pcf!r}")
-    return v
+    return check("pCf (pcf)", pcf, Interval(1, np.inf, closed="left", none=True))
 
 
 def check_C(C) -> float:

@@ -28,6 +28,7 @@ import itertools
 
 import numpy as np
 
+from cvxrank._validation import POSITIVE_INT, check
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.costs import CostTable
@@ -95,8 +96,8 @@ class DaskOracle:
         costs, grades, codes, counts = data_layout(data, costs)
         if n_shards is None:
             n_shards = max(1, len(client.scheduler_info().get("workers", {})))
-        elif isinstance(n_shards, bool) or not isinstance(n_shards, (int, np.integer)) or n_shards < 1:
-            raise ValidationError(f"n_shards must be a positive integer, got {n_shards!r}")
+        else:
+            n_shards = check("n_shards", n_shards, POSITIVE_INT)
         self.client = client
         self.grades = grades
         self.query_ids = data.query_ids

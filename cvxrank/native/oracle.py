@@ -63,6 +63,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from cvxrank._float64 import dense_rows, matvec, rmatvec
+from cvxrank._validation import POSITIVE_INT
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.costs import CostTable, cost_table, grade_counts
@@ -86,11 +87,9 @@ AUTO_THREADS_MIN = 100_000
 
 def check_threads(threads, name: str = "threads"):
     """``threads`` if it is None (automatic) or a positive int, else a :class:`ValidationError`."""
-    if threads is None:
-        return None
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+    if not POSITIVE_INT.or_none().admits(threads):
         raise ValidationError(f"{name} must be a positive int or None (automatic), got {threads!r}")
-    return int(threads)
+    return None if threads is None else int(threads)
 
 
 @cache

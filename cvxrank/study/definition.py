@@ -18,6 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
+from cvxrank._validation import POSITIVE_INT, check, check_time_limit
 from cvxrank.costs import check_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS
@@ -218,9 +219,8 @@ class Study:
             raise ValidationError("costs must be a non-empty sequence of CostSetting")
         if len({c.name for c in costs}) != len(costs):
             raise ValidationError(f"cost settings need distinct names: {[c.name for c in costs]}")
-        for name, value in (("timeout", self.timeout), ("reference_timeout", self.reference_timeout)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-                raise ValidationError(f"{name} must be a positive number of seconds, got {value!r}")
+        check_time_limit(self.timeout, "timeout")
+        check_time_limit(self.reference_timeout, "reference_timeout")
         ref = tuple(self.reference)
         if len(ref) != 3:
             raise ValidationError(f"reference must be (solver, formulation, profile), got {self.reference!r}")
@@ -229,11 +229,8 @@ class Study:
         unknown = [s for s in options if s not in solvers and s != ref[0]]
         if unknown:
             raise ValidationError(f"solver_options for solvers not in the study: {unknown}")
-        if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(self.max_iter, int)
-                                          or self.max_iter < 1):
-            raise ValidationError(f"max_iter must be a positive integer or None, got {self.max_iter!r}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise ValidationError(f"threads must be a positive integer, got {self.threads!r}")
+        check("max_iter", self.max_iter, POSITIVE_INT.or_none())
+        check("threads", self.threads, POSITIVE_INT)
         for name, value in (("instances", instances), ("formulations", tuple(formulations)),
                             ("solvers", tuple(solvers)), ("profiles", profiles), ("costs", costs),
                             ("reference", (ref[0].lower(), ref[1], get_profile(ref[2]))),

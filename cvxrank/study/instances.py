@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cvxrank._memory import check_generated
+from cvxrank._validation import POSITIVE_INT, Interval, check
 from cvxrank.data import RankingData, load_letor
 from cvxrank.datasets import make_ecml_simulation, make_ohsumed_like, make_web_like
 from cvxrank.exceptions import ValidationError
@@ -58,9 +59,7 @@ FAMILIES = ("ohsumed", "web", "ecml", "letor", "data", "loader")
 def _check_size(size, family):
     if size is None and family in ("letor", "data", "loader"):
         return None
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise ValidationError(f"size of a {family!r} instance must be a positive integer, got {size!r}")
-    return int(size)
+    return check(f"size of a {family!r} instance", size, POSITIVE_INT)
 
 
 def _generated_shape(family: str, size: int, test_fraction: float) -> tuple[float, int]:
@@ -132,9 +131,7 @@ class Instance:
         if not isinstance(self.name, str) or not self.name or "," in self.name:
             raise ValidationError(f"instance name must be a non-empty string without commas, got {self.name!r}")
         object.__setattr__(self, "size", _check_size(self.size, self.family))
-        f = self.test_fraction
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f < 1:
-            raise ValidationError(f"test_fraction must be in [0, 1), got {f!r}")
+        check("test_fraction", self.test_fraction, Interval(0, 1, closed="left"))
 
     # -- constructors ------------------------------------------------------
     @classmethod

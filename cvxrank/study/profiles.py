@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from cvxrank._validation import check_tol
 from cvxrank.exceptions import ValidationError
 from cvxrank.solvers.registry import SOLVERS
 
@@ -54,8 +55,7 @@ class Profile:
     max_dual_residual: float | None = None
 
     def __post_init__(self):
-        if not isinstance(self.tol, (int, float)) or not 0 < self.tol < 1:
-            raise ValidationError(f"profile {self.name!r}: tol must be in (0, 1), got {self.tol!r}")
+        check_tol(self.tol, f"profile {self.name!r}: tol")
 
 
 #: The three profiles of the study (qpbenchmark's low / mid / high accuracy).

@@ -30,6 +30,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
+from cvxrank._validation import POSITIVE, POSITIVE_INT, check
 from cvxrank.exceptions import CvxrankError, ValidationError
 from cvxrank.study._isolate import WORKER_NAME, isolation_mode, kill_all, run_isolated
 from cvxrank.study.definition import Study, size_text
@@ -89,8 +90,7 @@ def connect(scheduler, connect_timeout: float = 5.0):
             cluster.close()
 
         return client, close
-    if not (isinstance(connect_timeout, (int, float)) and math.isfinite(connect_timeout) and connect_timeout > 0):
-        raise ValidationError(f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}")
+    check("connect_timeout", connect_timeout, POSITIVE)
     try:  # checked before a Client exists: a Client half made from a bad address fails again when collected
         from distributed.comm.addressing import parse_address, parse_host_port
 
@@ -256,8 +256,7 @@ def run_study(study: Study, out, *, jobs: int = 1, scheduler=None, overwrite: bo
     if multiprocessing.current_process().name.startswith(WORKER_NAME):
         raise CvxrankError("run_study was called inside a study worker: the worker re-imported the script that "
                            "started the study; put the script's code under if __name__ == '__main__':")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValidationError(f"jobs must be a positive integer, got {jobs!r}")
+    jobs = check("jobs", jobs, POSITIVE_INT)
     isolation_mode(isolation)  # validates the name
     client, release = (None, None) if scheduler is None else connect(scheduler, connect_timeout)
     try:

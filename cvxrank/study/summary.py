@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from cvxrank._validation import POSITIVE, check
 from cvxrank.exceptions import ValidationError
 from cvxrank.study.definition import COLUMNS, KEY, size_text
 
@@ -78,8 +79,7 @@ def shifted_geometric_mean(values, shift: float = 10.0) -> float:
         return float("nan")
     if np.any(v < 0) or not np.all(np.isfinite(v)):
         raise ValidationError("shifted geometric mean needs finite, non-negative values")
-    if shift <= 0:
-        raise ValidationError(f"shift must be positive, got {shift!r}")
+    check("shift", shift, POSITIVE)
     return float(np.exp(np.mean(np.log(v + shift))) - shift)
 
 
@@ -124,8 +124,7 @@ def shifted_geometric_means(df: pd.DataFrame, *, time_limit: float, shift: float
         Rows ``by``, one column per profile; 1.0 is the best method of the profile.
     """
     df = _stated(_check(df, (*by, time)))
-    if not time_limit or time_limit <= 0:
-        raise ValidationError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    check("time_limit", time_limit, POSITIVE)
     t = _runtimes(df, time, float(time_limit))
     means = t.groupby([df[c] for c in (*by, "profile")], sort=False).apply(
         lambda v: shifted_geometric_mean(v, shift)).unstack("profile")

@@ -1,0 +1,176 @@
+"""Parameter constraints, checked in one place with one message each.
+
+In the style of scikit-learn's ``Interval`` and ``StrOptions``: a constraint says what a value
+may be, :func:`check` refuses anything else with a :class:`~cvxrank.exceptions.ValidationError`
+that names the parameter, what it must be and what it got. ``True`` and ``False`` are never
+numbers here, and NaN lies in no interval.
+
+The checks that ``solve``, the native solvers, the estimators, the study and the command line
+share are spelt once below (:func:`check_tol`, :func:`check_max_iter`, :func:`check_time_limit`).
+
+Examples
+--------
+>>> check("tol", 1e-6, TOL)
+1e-06
+>>> check("max_iter", 0, POSITIVE_INT)
+Traceback (most recent call last):
+...
+cvxrank.exceptions.ValidationError: max_iter must be a positive integer, got 0
+>>> check("n_features", None, POSITIVE_INT.or_none()) is None
+True
+>>> [FINITE.admits(x) for x in (1e300, float("inf"), float("nan"), True)]
+[True, False, False, False]
+>>> check_time_limit(float("inf"))
+Traceback (most recent call last):
+...
+cvxrank.exceptions.ValidationError: time_limit must be a positive finite number or None, got inf
+>>> check("pcf", 0.5, Interval(1, math.inf, closed="left"))
+Traceback (most recent call last):
+...
+cvxrank.exceptions.ValidationError: pcf must be a finite number >= 1, got 0.5
+>>> check("--max-iter", 2**31, Interval(1, 2**31 - 1, integer=True))
+Traceback (most recent call last):
+...
+cvxrank.exceptions.ValidationError: --max-iter must be a positive integer <= 2147483647, got 2147483648
+>>> check_each("ks", (1, 10), POSITIVE_INT)
+(1, 10)
+>>> check_each("ks", [5, True], POSITIVE_INT)
+Traceback (most recent call last):
+...
+cvxrank.exceptions.ValidationError: ks must be a non-empty sequence of which each is a positive integer, got [5, True]
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, replace
+
+from cvxrank.exceptions import ValidationError
+
+__all__ = ["FINITE", "NONNEG_INT", "POSITIVE", "POSITIVE_INT", "TOL", "Interval", "Options", "check", "check_each",
+           "check_max_iter", "check_names", "check_time_limit", "check_tol"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A real (or integer) number between ``left`` and ``right`` (None: unbounded).
+
+    ``closed`` is ``"both"``, ``"left"``, ``"right"`` or ``"neither"``; ``integer`` asks for an
+    integral value; ``none`` admits None.
+    """
+
+    left: float | None = None
+    right: float | None = None
+    closed: str = "both"
+    integer: bool = False
+    none: bool = False
+
+    def admits(self, value) -> bool:
+        if value is None:
+            return self.none
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral if self.integer else numbers.Real):
+            return False
+        if not self.integer and math.isnan(float(value)):
+            return False
+        lo = self.left is None or (value >= self.left if self.closed in ("both", "left") else value > self.left)
+        hi = self.right is None or (value <= self.right if self.closed in ("both", "right") else value < self.right)
+        return bool(lo and hi)
+
+    def or_none(self) -> Interval:
+        """The same interval, admitting None too (an optional parameter)."""
+        return replace(self, none=True)
+
+    def __str__(self) -> str:
+        lo_in, hi_in = self.closed in ("both", "left"), self.closed in ("both", "right")
+        left = None if self.left == -math.inf and not lo_in else self.left  # "> -inf" and "< inf" only say
+        right = None if self.right == math.inf and not hi_in else self.right  # "finite"
+        finite = (left is None and self.left is not None) or (right is None and self.right is not None)
+        noun = "integer" if self.integer else "finite number" if finite else "number"
+        kind = f"{'an' if self.integer else 'a'} {noun}"
+        if (left == 0 or (self.integer and left == 1 and lo_in)) and (right is None or self.integer):
+            text = f"a {'non-negative' if left == 0 and lo_in else 'positive'} {noun}"  # 0 and 1 in words
+            if right is not None:
+                text += f" {'<=' if hi_in else '<'} {_num(right)}"
+        elif left is not None and right is not None:
+            text = f"{kind} in {'[' if lo_in else '('}{_num(left)}, {_num(right)}{']' if hi_in else ')'}"
+        elif left is not None:
+            text = f"{kind} {'>=' if lo_in else '>'} {_num(left)}"
+        elif right is not None:
+            text = f"{kind} {'<=' if hi_in else '<'} {_num(right)}"
+        else:
+            text = kind
+        return text + (" or None" if self.none else "")
+
+
+def _num(x) -> str:
+    """A bound as written: ints in full (2147483647), floats short (1e-06)."""
+    return str(x) if isinstance(x, numbers.Integral) else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of a fixed set of strings (case-sensitive)."""
+
+    values: tuple
+
+    def admits(self, value) -> bool:
+        return isinstance(value, str) and value in self.values
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+#: A relative duality-gap tolerance.
+TOL = Interval(0, 1, closed="neither")
+#: An iteration or oracle-call cap.
+POSITIVE_INT = Interval(1, None, integer=True)
+NONNEG_INT = Interval(0, None, integer=True)
+#: A positive finite number (seconds, a step, a radius).
+POSITIVE = Interval(0, math.inf, closed="neither")
+#: Any finite number (not NaN, not ±inf).
+FINITE = Interval(-math.inf, math.inf, closed="neither")
+
+
+def check(name: str, value, constraint):
+    """Return ``value`` (an int for integer intervals, a float for real ones) or refuse it."""
+    if not constraint.admits(value):
+        raise ValidationError(f"{name} must be {constraint}, got {value!r}")
+    if value is None or isinstance(constraint, Options):
+        return value
+    return int(value) if constraint.integer else float(value)
+
+
+def check_tol(tol, name: str = "tol") -> float:
+    """A relative-gap tolerance in (0, 1)."""
+    return check(name, tol, TOL)
+
+
+def check_max_iter(max_iter, name: str = "max_iter") -> int:
+    """An iteration (or oracle-call) cap: an integer ≥ 1."""
+    return check(name, max_iter, POSITIVE_INT)
+
+
+def check_time_limit(time_limit, name: str = "time_limit") -> float | None:
+    """A wall-clock safety net in seconds (positive, finite) or None (no limit)."""
+    return check(name, time_limit, POSITIVE.or_none())
+
+
+def check_each(name: str, values, constraint) -> tuple:
+    """A non-empty sequence of values each admitted by ``constraint``, as a tuple (each as :func:`check`
+    returns it); else one refusal naming ``name`` and the whole sequence."""
+    try:
+        items = list(values)
+    except TypeError:
+        items = None
+    if not items or not all(constraint.admits(v) for v in items):
+        raise ValidationError(f"{name} must be a non-empty sequence of which each is {constraint}, got {values!r}")
+    return tuple(check(name, v, constraint) for v in items)
+
+
+def check_names(given, valid, what: str) -> None:
+    """Refuse names of ``given`` that are not in ``valid``, naming the valid ones."""
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        raise ValidationError(f"{what} does not take {', '.join(map(repr, unknown))}; valid: "
+                              f"{', '.join(sorted(valid)) or 'none'}")
