@@ -19,10 +19,12 @@ Layout (imports point down this list only; ``tests/test_architecture.py`` enforc
     estimators     scikit-learn rankers (RankSVM, ..., CsRgList), JSON model files
     path, theorem  λ / cost grids on one compiled problem (DPP);  Theorem 1 checked numerically
     listwise       ListMLE / cs-RgList: Newton (Steps 1-5) and the exponential-cone form
-    solvers        solve(): the solver registry, CVXPY backends, native subgradient/gd, fallback
-    native         solve_pairfree: the pair-free oracle and cutting-plane solver
+    solvers        solve(): the one door to every solver; the registry, CVXPY backends, native
+                   subgradient/gd, the "auto" and "fallback" policies
+    native         the pair-free oracle, cutting planes and truncated Newton (backends of solve)
     formulations   build_primal, build_lifted_primal, build_dual, build_hinge: compile a problem
-    solution       SolveResult on both scales;  certificate: duality gaps from a dual point
+    solution       SolveResult (objective L(w) of (9), one scale) and its Certificate;
+                   certificate: duality gaps from a dual point
     problem        RankingProblem: data or pairs, one Costs value, λ;  objectives: L(w), M(w), L_D(α)
     costs          Costs (τ, μ or per-pair weights), pair_weights, theorem1_C
     pairs          make_pairs, preference_pairs, PairSet (D = P X)
@@ -39,7 +41,7 @@ import importlib
 #: (PEP 562), so ``import cvxrank`` and ``cvxrank --version`` do not load CVXPY, SciPy or pandas.
 _EXPORTS = {
     "MemoryBudgetError": "cvxrank._memory", "set_memory_budget": "cvxrank._memory",
-    "Costs": "cvxrank.costs", "balanced_mu": "cvxrank.costs", "estimate_tau": "cvxrank.costs",
+    "Costs": "cvxrank.costs", "DEFAULT_LAM": "cvxrank.costs", "balanced_mu": "cvxrank.costs", "estimate_tau": "cvxrank.costs",
     "pair_weights": "cvxrank.costs", "theorem1_C": "cvxrank.costs",
     "RankingData": "cvxrank.data", "load_letor": "cvxrank.data",
     "make_ecml_simulation": "cvxrank.datasets", "make_ohsumed_like": "cvxrank.datasets",
@@ -54,7 +56,7 @@ _EXPORTS = {
     "dual_objective": "cvxrank.objectives", "hinge_objective": "cvxrank.objectives",
     "qp_objective": "cvxrank.objectives",
     "PairSet": "cvxrank.pairs", "make_pairs": "cvxrank.pairs", "preference_pairs": "cvxrank.pairs",
-    "RankingProblem": "cvxrank.problem", "SolveResult": "cvxrank.solution",
+    "RankingProblem": "cvxrank.problem", "Certificate": "cvxrank.solution", "SolveResult": "cvxrank.solution",
     "available_solvers": "cvxrank.solvers", "solve": "cvxrank.solvers", "solve_with_fallback": "cvxrank.solvers",
     "verify_theorem1": "cvxrank.theorem",
 }
@@ -75,6 +77,8 @@ def __dir__():
 
 __all__ = [
     "__version__",
+    "DEFAULT_LAM",
+    "Certificate",
     "Costs",
     "CvxrankError",
     "Formulation",
@@ -108,8 +112,6 @@ __all__ = [
     "preference_pairs",
     "qp_objective",
     "solve",
-    "solve_pairfree",
-    "solve_with_fallback",
     "set_memory_budget",
     "theorem1_C",
     "verify_theorem1",

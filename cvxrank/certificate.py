@@ -110,7 +110,7 @@ def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_
 
     start = np.clip(np.where(margins[on] < 1, hi, 0.0), 0.0, hi)
     # L-BFGS-B makes thousands of tiny BLAS calls; threaded BLAS only adds contention there
-    # (4-30x slower on a busy 2-core machine), so it runs single-threaded.
+    # (docs/solvers.md, Measurements), so it runs single-threaded.
     with threadpool_limits(limits=1, user_api="blas"):
         res = minimize(fun, start, jac=True, method="L-BFGS-B", bounds=list(zip(np.zeros(on.size), hi)),
                        options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 20_000, "maxcor": 30})

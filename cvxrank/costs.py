@@ -23,7 +23,7 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
-__all__ = ["Costs", "pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C", "check_lam", "check_C",
+__all__ = ["DEFAULT_LAM", "Costs", "pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C", "check_lam", "check_C",
            "MAX_C", "estimate_tau"]
 
 
@@ -72,6 +72,11 @@ def _check_cost(value, name: str, *, is_C: bool) -> float:
             f"({other} = 1/(2 {name.lstrip('-')}) in the same range); beyond it the objective's squared terms "
             f"(C² ‖D‖², lam ‖w‖²) overflow float64")
     return v
+
+
+#: The default ``λ`` of (9) everywhere in cvxrank (problems, estimators, the paths, ``verify``, the
+#: command line): ``C = 1/(2λ) = 1`` in the QP (14), SVMlight's default trade-off.
+DEFAULT_LAM = 0.5
 
 
 def check_lam(lam, name: str = "lam") -> float:

@@ -8,7 +8,7 @@ hinge form (9)/SIGIR), and every builder is DPP. A grid of ``λ``, ``τ``,
 points only write new parameter values, CVXPY maps them through its cached
 parameter-to-data tensor (``problem._cache.param_prog``) and the solver
 restarts, warm-started where that helps (:data:`WARM_START`: OSQP, SCS on
-the scale form; not Clarabel, measured).
+the scale form; not Clarabel: docs/path-benchmark.md).
 
 Along a ``λ`` grid with fixed pair weights ``c_i = τ_k(i) μ_q(i)`` the QP
 costs are Theorem 1's
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,25 +52,23 @@ from cvxrank.pairs import PairSet
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import SolveResult
 from cvxrank.solvers import NATIVE_SOLVERS, available_solvers, solve
-from cvxrank.solvers.registry import SOLVERS
+from cvxrank.solvers.registry import SOLVERS, choose_solver
 
 __all__ = ["WARM_START", "PathResult", "PathSolver", "solve_path"]
 
 #: Whether a re-solve starts from the previous solution when ``warm_start=None`` (the default):
 #: True, False, or ``"scale"`` (only with ``costs="scale"``). A view of the solver registry
-#: (:data:`cvxrank.solvers.registry.SOLVERS`, field ``warm_start``), measured along 10-point λ paths
-#: on OHSUMED-like data (8,387 pairs, ``cvxrank bench path``):
+#: (:data:`cvxrank.solvers.registry.SOLVERS`, field ``warm_start``):
 #:
-#: * SCS took 20x more iterations warm-started than cold when the changed costs sat in its
-#:   constraint matrix (``costs="per_pair"``), and 9-21 % fewer when they sit in its objective
-#:   (``costs="scale"``), so it is warm-started on the scale form only;
-#: * Clarabel's warm start is a data update of the existing solver that keeps the first point's
-#:   equilibration: 221 iterations over the path against 189 for fresh solvers (lifted form), so
-#:   it starts afresh (still without recompiling);
-#: * the native cutting-plane solver starts from the previous ``w`` (its ``warm_start_w``):
-#:   1,545 iterations over the path against 3,250 cold on 8,387 pairs (739 against 2,749 on 90,447);
+#: * SCS is warm-started on the scale form only: with per-pair costs the changed values sit in its
+#:   constraint matrix, where a warm start does not help;
+#: * Clarabel's warm start keeps the first point's equilibration, so it starts afresh (still
+#:   without recompiling);
+#: * the native cutting-plane solver starts from the previous ``w``;
 #: * ``gd`` (Fig. 3 of the SIGIR paper, as published) and ``subgradient`` always start at 0;
 #: * OSQP takes CVXPY's warm start. Other CVXPY solvers are warm-started when CVXPY can.
+#:
+#: Iteration counts: docs/path-benchmark.md ("What it shows"; "Measurements (2026-11-22)").
 WARM_START = {name: spec.warm_start for name, spec in SOLVERS.items()}
 
 
@@ -78,15 +77,20 @@ class PathSolver:
 
     Parameters
     ----------
-    pairs : PairSet
+    problem : RankingProblem
+        The problem whose costs and ``λ`` the grid moves: its pairs (formed once), and the weights,
+        ``λ`` and variant that :meth:`solve` uses for what a point does not give. (A
+        :class:`~cvxrank.pairs.PairSet` is taken as ``RankingProblem(pairs)``, with a
+        DeprecationWarning.)
     formulation : {"auto", "primal", "lifted", "dual", "hinge", "native"}, default "auto"
         As in :func:`cvxrank.formulations.build`; ``"auto"`` is resolved by
         :func:`~cvxrank.formulations.choose_formulation` when the problem is
         built. ``"native"`` (native solvers only) builds no CVXPY problem: each
         point is a :class:`~cvxrank.problem.RankingProblem` on the same pairs,
         which the native solver reads directly.
-    solver : str, default "clarabel"
-        A name of :func:`cvxrank.available_solvers`.
+    solver : str, default "auto"
+        A name of :func:`cvxrank.available_solvers`, or ``"auto"``
+        (:func:`~cvxrank.solvers.registry.choose_solver`).
     tol : float, optional
         Certified relative duality gap for status ``"optimal"``; default: the
         solver's own (see :func:`cvxrank.solve`).
@@ -119,20 +123,22 @@ class PathSolver:
     Examples
     --------
     >>> from cvxrank.datasets import make_ranking
-    >>> from cvxrank.pairs import make_pairs
-    >>> path = PathSolver(make_pairs(make_ranking(n_queries=4, random_state=0)), formulation="lifted")
-    >>> [path.solve(weights=1.0, lam=lam).status for lam in (1.0, 0.1)]
+    >>> from cvxrank.problem import RankingProblem
+    >>> path = PathSolver(RankingProblem(make_ranking(n_queries=4, random_state=0)), formulation="lifted")
+    >>> [path.solve(lam=lam).status for lam in (1.0, 0.1)]
     ['optimal', 'optimal']
     """
 
-    def __init__(self, pairs: PairSet, *, formulation: str = "auto", solver: str = "clarabel", tol: float | None = None,
+    def __init__(self, problem, *, formulation: str = "auto", solver: str = "auto", tol: float | None = None,
                  warm_start: bool | None = None, costs: str = "scale", verbose: bool = False, **options):
-        if not isinstance(pairs, PairSet):
-            raise ValidationError(f"pairs must be a PairSet (cvxrank.make_pairs), got {type(pairs).__name__}")
+        problem = _as_problem(problem, "PathSolver")
+        pairs = problem.pairs
         valid = FORMULATIONS + ("auto", "native")
         if formulation not in valid:
             raise ValidationError(f"unknown formulation {formulation!r}; choose one of {', '.join(valid)}")
         name = str(solver).lower()
+        if name == "auto":
+            name = choose_solver(problem, "native" if formulation == "native" else formulation)
         if name not in available_solvers():
             raise ValidationError(f"unknown solver {solver!r}; installed: {', '.join(available_solvers())}")
         if costs not in COST_PARAMETRIZATIONS:
@@ -142,6 +148,7 @@ class PathSolver:
             raise ValidationError(f"formulation 'native' is for native solvers ({', '.join(NATIVE_SOLVERS)}), "
                                   f"not {name!r}")
         self.pairs = pairs
+        self.base = problem
         self.requested = formulation
         self.solver = name
         self.tol = tol
@@ -178,10 +185,8 @@ class PathSolver:
                 raise ValidationError("give either C, or weights and lam, not both")
             C = check_costs(C, n, "C")
             return C, C, 0.5
-        if lam is None:
-            raise ValidationError("give C, or lam (with weights, default 1 for every pair)")
-        lam = check_lam(lam)
-        weights = check_costs(1.0 if weights is None else weights, n, "weights")
+        lam = self.base.lam if lam is None else check_lam(lam)
+        weights = self.base.weights if weights is None else check_costs(weights, n, "weights")
         return theorem1_C(weights, lam), weights, lam
 
     def _build(self, C, weights, lam, variant) -> None:
@@ -197,9 +202,9 @@ class PathSolver:
             form = (build_hinge(ranking, costs=self.costs) if self.requested == "hinge"
                     else build(ranking, formulation=self.requested, costs=self.costs))
         elif self.requested == "hinge":
-            form = build_hinge(self.pairs, weights, lam, costs=self.costs)
-        else:
-            form = build(self.pairs, C, formulation=self.requested, costs=self.costs)
+            form = build_hinge(self.pairs, weights=weights, lam=lam, costs=self.costs)
+        else:  # the point's own λ, so that every result states L(w) of its problem
+            form = build(self.pairs, weights=weights, lam=lam, formulation=self.requested, costs=self.costs)
         self.build_time += time.perf_counter() - start
         self.n_builds += 1
         self.formulation = form
@@ -220,21 +225,21 @@ class PathSolver:
             # Costs that are no multiple of the first point's: rebuild once with one parameter per pair.
             self.costs = "per_pair"
             self._build(C, weights, lam, variant)
-        elif hinge:
+        else:  # the QP forms get C = weights / (2λ) and state the point's λ
             form.set_weights(weights, lam)
-        else:
-            form.set_costs(C)
 
     def solve(self, *, C=None, weights=None, lam=None, variant=None) -> SolveResult:
         """Solve at one point: per-pair costs ``C``, or pair ``weights`` and ``lam`` (Theorem 1).
 
+        What a point does not give comes from the problem: its weights, its ``λ``, its variant.
         The first call builds the problem; later calls only change its
         parameter values, so CVXPY reuses its compilation. ``variant`` (a
-        :class:`~cvxrank.variants.Variant`, default the papers' problem) states
-        the problem solved; a point with another variant than the previous one
-        builds its problem anew (counted in ``n_builds``).
+        :class:`~cvxrank.variants.Variant`) states the problem solved; a point with another
+        variant than the previous one builds its problem anew (counted in ``n_builds``).
         """
         C, weights, lam = self._costs(C, weights, lam)
+        if variant is None:
+            variant = self.base.variant
         if variant is not None and variant.is_default:
             variant = None
         if self.formulation is None and self.problem is None:
@@ -242,13 +247,12 @@ class PathSolver:
         else:
             self._set(C, weights, lam, variant)
         self.n_solves += 1
-        options = self.options
-        start_option = SOLVERS[self.solver].start_option
-        if start_option and self.warm_start and self._last_w is not None:
-            options = {**options, start_option: self._last_w}
+        if SOLVERS[self.solver].kind == "native":  # the previous w, where the solver takes a start
+            start = self._last_w if self.warm_start and SOLVERS[self.solver].start_option else None
+        else:
+            start = self.warm_start
         target = self.problem if self.requested == "native" else self.formulation
-        result = solve(target, self.solver, tol=self.tol, warm_start=self.warm_start,
-                       verbose=self.verbose, **options)
+        result = solve(target, self.solver, tol=self.tol, warm_start=start, verbose=self.verbose, **self.options)
         self._last_w = result.w
         return result
 
@@ -344,8 +348,19 @@ def _grid(pairs, lams, weights, taus, mus, Cs):
     return grid
 
 
-def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, Cs=None, formulation: str = "auto",
-               solver: str = "clarabel", tol: float | None = None, warm_start: bool | None = None, verbose: bool = False,
+def _as_problem(problem, who: str) -> RankingProblem:
+    """A :class:`~cvxrank.problem.RankingProblem`; a PairSet becomes ``RankingProblem(pairs)`` (deprecated)."""
+    if isinstance(problem, PairSet):
+        warnings.warn(f"{who} takes a RankingProblem; a PairSet is read as RankingProblem(pairs) (deprecated)",
+                      DeprecationWarning, stacklevel=3)
+        return RankingProblem(problem)
+    if not isinstance(problem, RankingProblem):
+        raise ValidationError(f"{who} takes a RankingProblem, got {type(problem).__name__}")
+    return problem
+
+
+def solve_path(problem, lams=None, *, weights=None, taus=None, mus=None, Cs=None, formulation: str = "auto",
+               solver: str = "auto", tol: float | None = None, warm_start: bool | None = None, verbose: bool = False,
                **options) -> PathResult:
     """Solve a grid of ``λ`` (and ``τ``, ``μ``) or ``C`` values on one compiled problem.
 
@@ -358,11 +373,13 @@ def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, 
 
     Parameters
     ----------
-    pairs : PairSet
+    problem : RankingProblem
+        Its pairs (formed once) and, unless the grid gives other costs, its weights and variant
+        (a PairSet is read as ``RankingProblem(pairs)``, with a DeprecationWarning).
     lams : float or sequence of float
         ``λ`` values of (9)/SIGIR. Required unless ``Cs`` is given.
     weights : float or array-like of shape (n_pairs,), optional
-        Fixed pair weights ``c`` (instead of ``taus``/``mus``).
+        Fixed pair weights ``c`` (instead of ``taus``/``mus``); default: the problem's.
     taus : sequence, optional
         ``τ`` tables (``{(higher, lower): value}`` or None for all ones); default ``[None]``.
     mus : sequence, optional
@@ -371,7 +388,7 @@ def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, 
         Per-pair QP costs of (14), scalars or arrays of shape ``(n_pairs,)``;
         excludes the other grid arguments.
     formulation : {"auto", "primal", "lifted", "dual", "hinge", "native"}, default "auto"
-    solver : str, default "clarabel"
+    solver : str, default "auto"
     tol : float, optional (default: the solver's own)
     warm_start : bool or None, default None
         None: warm-start every solver but Clarabel, ``gd`` and ``subgradient``,
@@ -384,10 +401,9 @@ def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, 
     -------
     PathResult
         A list-like of :class:`~cvxrank.SolveResult` in grid order, with the
-        grid points, the formulation and ``to_frame()``. Objective values of
-        each result are on its formulation's scale (see
-        :class:`~cvxrank.SolveResult`); ``to_frame()`` reports ``M(w)`` of
-        (14) at each point's ``C`` for all formulations.
+        grid points, the formulation and ``to_frame()``. Each result's
+        ``objective`` is ``L(w)`` of (9) at its point; ``to_frame()`` also
+        reports ``M(w)`` of (14) at each point's ``C``.
 
     Raises
     ------
@@ -399,18 +415,22 @@ def solve_path(pairs: PairSet, lams=None, *, weights=None, taus=None, mus=None, 
     Examples
     --------
     >>> from cvxrank.datasets import make_ranking
-    >>> from cvxrank.pairs import make_pairs
-    >>> pairs = make_pairs(make_ranking(n_queries=4, random_state=0))
-    >>> path = solve_path(pairs, lams=[1.0, 0.3, 0.1], formulation="lifted")
+    >>> from cvxrank.problem import RankingProblem
+    >>> problem = RankingProblem(make_ranking(n_queries=4, random_state=0))
+    >>> path = solve_path(problem, lams=[1.0, 0.3, 0.1], formulation="lifted")
     >>> [r.status for r in path], len(path.coefs)
     (['optimal', 'optimal', 'optimal'], 3)
     """
+    problem = _as_problem(problem, "solve_path")
+    pairs = problem.pairs
+    if weights is None and taus is None and mus is None and Cs is None:
+        weights = problem.weights
     grid = _grid(pairs, lams, weights, taus, mus, Cs)
     # One weight vector along the grid (a λ path): only the scale of C moves.
     first = grid[0][1] if grid[0][1] is not None else grid[0][2]
     scaled = all(proportional_scale(c if c is not None else w, first) is not None
                  for _, c, w, _ in grid)
-    solver_ = PathSolver(pairs, formulation=formulation, solver=solver, tol=tol, warm_start=warm_start,
+    solver_ = PathSolver(problem, formulation=formulation, solver=solver, tol=tol, warm_start=warm_start,
                          costs="scale" if scaled else "per_pair", verbose=verbose, **options)
     results = [solver_.solve(C=C, weights=w, lam=lam) for _, C, w, lam in grid]
     return PathResult(results, [p for p, *_ in grid], solver_.formulation, solver_.build_time, solver_.solver)

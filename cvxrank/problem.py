@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxrank.costs import Costs, check_lam
+from cvxrank.costs import DEFAULT_LAM, Costs, check_lam
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.objectives import hinge_objective, qp_objective
@@ -48,7 +48,7 @@ class RankingProblem:
         Default: ``Costs(tau=tau, mu=mu, weights=weights)``.
     tau, mu, weights : optional
         Shorthand for ``costs`` (see :class:`~cvxrank.costs.Costs`).
-    lam : float, default 0.5
+    lam : float, default 0.5 (:data:`cvxrank.costs.DEFAULT_LAM`)
         ``λ`` of (9). ``λ = 1/2`` makes the two scales equal (``L = M``):
         that is the problem a QP with costs ``C`` states
         (:meth:`from_qp`).
@@ -74,7 +74,7 @@ class RankingProblem:
     True
     """
 
-    def __init__(self, data, *, costs: Costs | None = None, tau=None, mu=None, weights=None, lam: float = 0.5,
+    def __init__(self, data, *, costs: Costs | None = None, tau=None, mu=None, weights=None, lam: float = DEFAULT_LAM,
                  variant: Variant | None = None):
         if isinstance(data, PairSet):
             self._pairs, self.data = data, data.data

@@ -1,19 +1,31 @@
-"""The solution every solver returns: ``w``, its certificate, on stated scales.
+"""The solution every solver returns: ``w``, its certificate, its objective on one scale.
 
-A :class:`SolveResult` states the objective on both scales of Theorem 1 (SIGIR
-2006): ``L(w)`` of the hinge problem (9) and ``M(w)`` of the QP (14), with
-``L = 2λ M``; the duality gap on each; and the distance bound the gap proves,
+A :class:`SolveResult` states its objective on one scale whatever was solved: ``L(w)`` of the
+hinge problem (9) of Cao et al. (SIGIR 2006),
+
+.. math:: L(w) = \\sum_i \\tau_{k(i)} \\mu_{q(i)} [1 - \\langle w, d_i \\rangle]_+ + \\lambda \\|w\\|^2 .
+
+The QP (14) with ``C_i = τμ/(2λ)`` has the objective ``M(w) = ½‖w‖² + Σ C_i ξ_i`` and
+Theorem 1 gives ``L = 2λ M`` at every ``w``; ``qp_objective`` states ``M`` and the formulation's own
+objective (``M`` for the QP forms, ``L`` for the hinge form and the native solvers) has its own name,
+:attr:`SolveResult.formulation_objective`.
+
+Its :class:`Certificate` proves how close ``w`` is to the minimiser ``w*``: a gap on each scale
+(``gap_L = 2λ gap_M``) and the distance bound
 
 .. math:: \\|w - w^*\\| \\le \\sqrt{2\\, G_M},
 
 because ``M`` is 1-strongly convex in ``w`` (``½‖w − w*‖² ≤ M(w) − M(w*) ≤ G_M``).
-:func:`finish` is what every backend calls once it has a ``w``: it certifies
-``w`` and judges the status from the certificate, never from the backend's word.
+
+Every backend hands its ``w`` and a :class:`BackendReport` to :func:`finish`, which certifies
+``w`` (:func:`certify_solution`), judges the status from the certificate, never from the backend's
+word (:func:`judge_status`), and warns when the status is short of ``"optimal"``.
 """
 
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -23,19 +35,100 @@ from cvxrank.certificate import certify
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.problem import RankingProblem
 
-__all__ = ["CERTIFY_HEADROOM", "SCALES", "SolveResult", "finish", "infeasible"]
+__all__ = ["SCALES", "BackendReport", "Certificate", "SolveResult", "certify_solution", "finish", "infeasible",
+           "judge_status"]
 
-#: The certificate of every solve stops refining its dual point once it proves a relative gap of
-#: ``tol x CERTIFY_HEADROOM``, that is, once it proves the status. A solver's own constraint duals
-#: usually do at once; when they do not, the reduced-dual refinement (L-BFGS-B over bands of pairs)
-#: runs, and refining beyond ``tol`` cost more than the solve itself (ECOS on the dual form of the
-#: LightGBM training file: 10.1 s of certificate after an 8.7 s solve, for a gap of 3.4e-9 where
-#: 1e-6 was asked). :func:`~cvxrank.certificate.certify` without ``target`` gives the tightest gap
-#: it can prove.
-CERTIFY_HEADROOM = 1.0
-
-#: The two objective scales: the formulation's own objective is on one of them.
+#: The two objective scales of Theorem 1; ``SolveResult.objective`` is on ``"L"``.
 SCALES = {"L": "hinge problem (9)", "M": "QP (14)"}
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What proves how far ``w`` is from the optimum, on both scales of Theorem 1.
+
+    Attributes
+    ----------
+    kind : str
+        What the proof is: ``"duality gap"`` (a feasible point ``α`` of the dual (18)-(19)),
+        ``"cutting-plane bound"`` (the dual of the native solver's plane model, a lower bound on
+        ``L(w*)``), ``"duality gap (variant's dual)"``, ... ; ``"none"`` when nothing was proved.
+    gap_L, gap_M : float
+        Upper bounds on ``L(w) − L(w*)`` and ``M(w) − M(w*)``; ``gap_L = 2λ gap_M``.
+    relative_gap : float
+        ``gap_L / L(w)``, the same on both scales.
+    distance_bound : float
+        ``sqrt(2 (gap_M + r))``: a proved bound on ``‖w − w*‖``, with ``r`` the float64 rounding of
+        ``M`` and of the dual value (``64 ε`` times their magnitudes).
+    alpha : ndarray of shape (n_pairs,) or None
+        The dual point, ``0 ≤ α ≤ C`` (None when the proof needed no pairs).
+    dual_residual : float
+        ``‖w − Dᵀα‖ / max(1, ‖w‖)``, the distance from the stationarity condition (16) (nan when unknown).
+    """
+
+    kind: str
+    gap_L: float
+    gap_M: float
+    relative_gap: float
+    distance_bound: float
+    alpha: np.ndarray | None = field(default=None, repr=False)
+    dual_residual: float = math.nan
+
+    def proves(self, tol: float) -> bool:
+        """Whether the certified relative gap is at most ``tol``."""
+        return bool(self.relative_gap <= tol)
+
+    def __str__(self) -> str:
+        return self.kind
+
+
+@dataclass(frozen=True)
+class BackendReport:
+    """What a backend knows about its own run, handed to :func:`finish` with its ``w``.
+
+    Attributes
+    ----------
+    solver, version : str
+        cvxrank's solver name and the version of the package that ran it.
+    formulation : str
+        What was solved: ``"primal"``, ``"lifted"``, ``"dual"``, ``"hinge"`` or ``"pairfree"``.
+    scale : {"M", "L"}
+        The scale of that formulation's own objective.
+    status : str
+        The backend's own verdict: ``"optimal"``, ``"optimal_inaccurate"`` or ``"user_limit"``
+        (an iteration, oracle-call or time cap). The certificate decides the status.
+    alphas : tuple of ndarray
+        Dual candidates for the pairwise certificate (a solver's constraint duals, on the scale of (14)).
+    affine : tuple
+        Duals of a variant's affine user constraints (:func:`cvxrank.variants.variant_certificate`).
+    lower_bound : float, optional
+        A lower bound on ``L(w*)`` the solver proved itself (the native solvers' model duals).
+    bound_name : str
+        The certificate kind of ``lower_bound``.
+    objective_L : float, optional
+        ``L(w)`` as the solver computed it without pairs (pair-free solvers).
+    dual_residual : float, optional
+        The stationarity residual that goes with ``lower_bound``.
+    """
+
+    solver: str
+    version: str
+    formulation: str
+    scale: str
+    status: str
+    alphas: tuple = ()
+    affine: tuple = ()
+    lower_bound: float | None = None
+    bound_name: str = "cutting-plane bound"
+    objective_L: float | None = None
+    dual_residual: float | None = None
+    iterations: int | None = None
+    setup_time: float = 0.0
+    solve_time: float = 0.0
+    solver_objective: float = math.nan
+    primal_residual: float = 0.0
+    stages: tuple | None = None
+    extras: dict = field(default_factory=dict)
+    history: object = None
 
 
 @dataclass(eq=False)
@@ -49,36 +142,22 @@ class SolveResult:
     status : str
         CVXPY's vocabulary: ``"optimal"`` only when the certificate proves a
         relative gap within ``tol``; ``"optimal_inaccurate"`` when it proves
-        less; ``"user_limit"`` when the solver hit an iteration or time cap first.
-    scale : {"M", "L"}
-        The scale of the formulation that was solved: ``"M"`` for the QP forms
-        (``primal``, ``lifted``, ``dual``), ``"L"`` for the hinge form and the
-        native solvers. ``objective``, ``dual_objective`` and ``duality_gap``
-        are on this scale; the attributes below state both.
-    objective, dual_objective, duality_gap : float
-        On ``scale``: the objective at ``w`` (recomputed in numpy, not the
-        backend's number), a certified lower bound on the optimum, and their difference.
-    relative_gap : float
-        ``duality_gap / objective``; the same on both scales.
-    hinge_objective, qp_objective : float
-        ``L(w)`` of (9) and ``M(w)`` of (14); ``L = 2λ M``.
-    gap_L, gap_M : float
-        The certified duality gap on each scale (``gap_L = 2λ gap_M``): upper
-        bounds on ``L(w) − L(w*)`` and ``M(w) − M(w*)``.
-    distance_bound : float
-        ``sqrt(2 (gap_M + r))``: a proved bound on ``‖w − w*‖``, with ``r`` the float64
-        rounding of ``M`` and the dual value (``64 ε`` times their magnitudes).
-    certificate : str
-        What proves the gap: ``"duality gap"`` (a feasible point of the dual
-        (18)-(19)) or ``"cutting-plane bound"`` (the dual of the native
-        solver's plane model, a lower bound on ``L(w*)``).
+        less; ``"user_limit"`` when the solver hit an iteration, oracle-call or
+        time cap first; ``"infeasible"`` when a variant's constraints admit no ``w``.
+    objective : float
+        ``L(w)`` of (9) at ``w`` (recomputed in numpy, not the backend's number),
+        whatever the formulation or solver: the one scale of every result.
+    qp_objective : float
+        ``M(w)`` of (14); ``L = 2λ M``.
+    certificate : Certificate
+        The proof: its kind, the gap on each scale, the distance bound, the dual point.
+    formulation : str
+        What was solved (``"primal"``, ``"lifted"``, ``"dual"``, ``"hinge"``, ``"pairfree"``).
+    formulation_scale : {"M", "L"}
+        The scale of that formulation's own objective (``"M"`` for the QP forms).
     stages : tuple of str
-        The algorithms that produced ``w``, in order (e.g. ``("subgradient",)``
-        or ``("subgradient", "polish")``).
-    alpha : ndarray of shape (n_pairs,) or None
-        The certificate's dual point, ``0 ≤ α ≤ C`` (None when the solver
-        certified without forming pairs).
-    solver, solver_version, formulation : str
+        The algorithms that produced ``w``, in order (e.g. ``("subgradient", "polish")``).
+    solver, solver_version : str
     solver_status : str
         The backend's own status string.
     solver_objective : float
@@ -86,40 +165,35 @@ class SolveResult:
     iterations : int or None
     setup_time, solve_time, certify_time : float
         Seconds: CVXPY compilation (0 for native solvers), the solver run, and
-        the certificate computed afterwards (0 when the solver's own bound proved ``tol``).
+        the certificate computed afterwards.
     primal_residual : float
         Largest violation of the backend's own constraints (0 for native solvers).
-    dual_residual : float
-        ``‖w - Dᵀα‖ / max(1, ‖w‖)``, the stationarity residual of (16).
     lam : float
         ``λ`` of the problem.
     tol : float
         The relative-gap tolerance the status was judged against.
     extras : dict
-        Raw backend statistics.
+        Raw backend statistics (``oracle_calls`` for the pair-free solvers).
     history : pandas.DataFrame or None
-        Native solvers: iteration, objective, dual objective and relative gap
-        at each certificate check.
+        Native solvers: iteration, objective, lower bound and relative gap at each check.
+
+    Notes
+    -----
+    The certificate's numbers are also attributes: ``gap_L``, ``gap_M``, ``relative_gap``,
+    ``distance_bound``, ``alpha`` and ``dual_residual``; ``lower_bound = objective − gap_L`` is a
+    certified lower bound on ``L(w*)``.
     """
 
     w: np.ndarray
     status: str
-    scale: str
     objective: float
-    dual_objective: float
-    duality_gap: float
-    relative_gap: float
-    hinge_objective: float
     qp_objective: float
-    gap_L: float
-    gap_M: float
-    distance_bound: float
-    certificate: str
+    certificate: Certificate
+    formulation: str
+    formulation_scale: str
     stages: tuple
-    alpha: np.ndarray | None
     solver: str
     solver_version: str
-    formulation: str
     solver_status: str
     solver_objective: float
     iterations: int | None
@@ -127,11 +201,60 @@ class SolveResult:
     solve_time: float
     certify_time: float
     primal_residual: float
-    dual_residual: float
     lam: float
     tol: float
     extras: dict = field(default_factory=dict, repr=False)
     history: object = field(default=None, repr=False)
+
+    @property
+    def hinge_objective(self) -> float:
+        """``L(w)`` of (9): the same number as :attr:`objective`."""
+        return self.objective
+
+    @property
+    def formulation_objective(self) -> float:
+        """The solved formulation's own objective at ``w``: ``M(w)`` for the QP forms, ``L(w)`` otherwise."""
+        return self.qp_objective if self.formulation_scale == "M" else self.objective
+
+    @property
+    def gap_L(self) -> float:
+        """Certified upper bound on ``L(w) − L(w*)``."""
+        return self.certificate.gap_L
+
+    @property
+    def gap_M(self) -> float:
+        """Certified upper bound on ``M(w) − M(w*)``."""
+        return self.certificate.gap_M
+
+    @property
+    def duality_gap(self) -> float:
+        """The certified gap on the scale of :attr:`objective` (``gap_L``)."""
+        return self.certificate.gap_L
+
+    @property
+    def lower_bound(self) -> float:
+        """``objective − gap_L``: a certified lower bound on ``L(w*)``."""
+        return self.objective - self.certificate.gap_L
+
+    @property
+    def relative_gap(self) -> float:
+        """``gap_L / L(w)``, the same on both scales."""
+        return self.certificate.relative_gap
+
+    @property
+    def distance_bound(self) -> float:
+        """A proved bound on ``‖w − w*‖`` (:attr:`Certificate.distance_bound`)."""
+        return self.certificate.distance_bound
+
+    @property
+    def alpha(self) -> np.ndarray | None:
+        """The certificate's dual point, or None."""
+        return self.certificate.alpha
+
+    @property
+    def dual_residual(self) -> float:
+        """``‖w − Dᵀα‖ / max(1, ‖w‖)`` for the certificate's dual point."""
+        return self.certificate.dual_residual
 
     @property
     def found(self) -> bool:
@@ -144,24 +267,23 @@ class SolveResult:
         return self.setup_time + self.solve_time + self.certify_time
 
     def summary(self) -> dict:
-        """Scalar diagnostics as a plain dict (JSON-friendly)."""
+        """Scalar diagnostics as a plain dict (JSON-friendly); objectives and gaps on both scales."""
         return {
             "formulation": self.formulation,
             "solver": self.solver,
             "solver_version": self.solver_version,
             "status": self.status,
             "solver_status": self.solver_status,
-            "scale": self.scale,
             "objective": self.objective,
-            "dual_objective": self.dual_objective,
-            "duality_gap": self.duality_gap,
+            "lower_bound": self.lower_bound,
             "relative_gap": self.relative_gap,
-            "hinge_objective": self.hinge_objective,
             "qp_objective": self.qp_objective,
             "gap_L": self.gap_L,
             "gap_M": self.gap_M,
             "distance_bound": self.distance_bound,
-            "certificate": self.certificate,
+            "certificate": self.certificate.kind,
+            "formulation_scale": self.formulation_scale,
+            "formulation_objective": self.formulation_objective,
             "stages": "+".join(self.stages),
             "primal_residual": self.primal_residual,
             "dual_residual": self.dual_residual,
@@ -174,7 +296,7 @@ class SolveResult:
     def __repr__(self) -> str:
         return (
             f"SolveResult(status={self.status!r}, solver={self.solver!r}, formulation={self.formulation!r}, "
-            f"objective={self.objective:.10g} ({self.scale}), relative_gap={self.relative_gap:.2e}, "
+            f"objective={self.objective:.10g} (L), relative_gap={self.relative_gap:.2e}, "
             f"distance_bound={self.distance_bound:.2e}, iterations={self.iterations}, time={self.time:.3g}s)"
         )
 
@@ -188,124 +310,122 @@ def _distance_bound(M: float, gap_M: float) -> float:
     return math.sqrt(2.0 * (max(gap_M, 0.0) + rounding))
 
 
-def finish(problem: RankingProblem, w, *, formulation: str, scale: str, backend_status: str, solver: str,
-           version: str, tol: float, alphas=(), lower_bound: float | None = None, objective_L: float | None = None,
-           iterations=None, setup_time=0.0, solve_time=0.0, solver_objective=float("nan"), primal_residual=0.0,
-           extras=None, history=None, stages=None, bound_name: str = "cutting-plane bound",
-           affine=()) -> SolveResult:
-    """Certify ``w`` for ``problem`` and build the :class:`SolveResult`.
+def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: float):
+    """Certify ``w`` for ``problem`` with the best proof at hand.
 
-    Parameters
-    ----------
-    problem : RankingProblem
-        Fixes both scales: ``L`` with the problem's weights and ``λ``, ``M``
-        with ``C = weights / (2λ)``.
-    w : array-like of shape (n_features,)
-    formulation : str
-        Name of what was solved (``"primal"``, ``"lifted"``, ``"dual"``,
-        ``"hinge"``, ``"pairfree"``).
-    scale : {"M", "L"}
-        The scale of that formulation's objective.
-    backend_status : str
-        ``"optimal"``, ``"optimal_inaccurate"`` or ``"user_limit"`` (the
-        solver's own verdict; the certificate decides the status).
-    alphas : iterable of ndarray
-        Dual candidates for the certificate (a solver's constraint duals).
-    lower_bound : float, optional
-        A lower bound on ``L(w*)`` that the solver proved itself (the native
-        cutting plane's model dual). When ``L(w) − lower_bound`` proves
-        ``tol``, no other certificate is computed; otherwise the pairwise
-        certificate (:func:`~cvxrank.certificate.certify`) is tried too, if
-        the pairs exist, and the better bound is kept.
-    objective_L : float, optional
-        ``L(w)`` as the solver computed it without pairs (pair-free solvers);
-        default: recomputed from the pairs.
+    The backend's own ``lower_bound`` first; when it does not prove ``tol`` and the pairs exist, the
+    pairwise certificate (:func:`cvxrank.certificate.certify`, from the backend's duals and the
+    reduced dual, refined until it proves ``tol``) or, for a variant, the variant's own dual
+    (:func:`cvxrank.variants.variant_certificate`); the better bound is kept.
 
-    Notes
-    -----
-    The status is ``"optimal"`` when the backend reached optimality or a cap
-    and the certified relative gap is at most ``tol``; ``"user_limit"`` when
-    the backend stopped at a cap without meeting ``tol``; otherwise
-    ``"optimal_inaccurate"``. Anything short of ``"optimal"`` warns with
-    :class:`~cvxrank.exceptions.InaccurateSolutionWarning`. The pairwise
-    certificate stops refining once it proves ``tol`` (:data:`CERTIFY_HEADROOM`).
+    Returns
+    -------
+    w : ndarray
+        ``w`` as float64 (clipped into a variant's bounds, which a solver may miss by a rounding error).
+    L, M : float
+        ``L(w)`` of (9) and ``M(w)`` of (14) (a variant's own objectives).
+    certificate : Certificate
     """
-    import time
-
-    start = time.perf_counter()
-    if scale not in SCALES:
-        raise ValidationError(f"scale must be one of {sorted(SCALES)}, got {scale!r}")
     w = np.asarray(w, dtype=np.float64).ravel()
     lam = problem.lam
-    if not problem.variant.is_default:  # a solver's w may sit a rounding error outside the bounds
-        w = np.clip(w, *problem.variant.bounds(w.size))
-    L = float(objective_L) if objective_L is not None else problem.hinge_objective(w)
+    variant = problem.variant
+    if not variant.is_default:
+        w = np.clip(w, *variant.bounds(w.size))
+    L = float(report.objective_L) if report.objective_L is not None else problem.hinge_objective(w)
     M = problem.qp_objective(w) if problem.has_pairs else L / (2.0 * lam)
     gap_L, kind, alpha, dual_residual = math.inf, "none", None, math.nan
-    if lower_bound is not None:
-        gap_L, kind = L - float(lower_bound), bound_name
-        if extras is not None and "dual_residual" in extras:
-            dual_residual = float(extras["dual_residual"])
-    if not problem.variant.is_default and (lower_bound is None or (problem.has_pairs and not gap_L <= tol * L)):
-        # A variant's own dual (cvxrank.variants): the solver's duals and the optimality conditions' point
-        # (a pair-free solver's own bound is kept when it proves tol or the pairs do not exist).
+    if report.lower_bound is not None:
+        gap_L, kind = L - float(report.lower_bound), report.bound_name
+        if report.dual_residual is not None:
+            dual_residual = float(report.dual_residual)
+    if not variant.is_default and (report.lower_bound is None or (problem.has_pairs and not gap_L <= tol * L)):
         from cvxrank.variants import variant_certificate
 
-        M_v, dual_M, alpha_v = variant_certificate(problem.variant, problem.pairs, problem.C, lam, w, alphas,
-                                                   affine)
+        M_v, dual_M, alpha_v = variant_certificate(variant, problem.pairs, problem.C, lam, w, report.alphas,
+                                                   report.affine)
         if 2.0 * lam * (M_v - dual_M) < gap_L:
             M, L, alpha = M_v, 2.0 * lam * M_v, alpha_v
             gap_L = 2.0 * lam * (M_v - dual_M)
-            kind = ("Lagrangian dual (user constraints; for points as feasible as w)" if problem.variant.constraints
+            kind = ("Lagrangian dual (user constraints; for points as feasible as w)" if variant.constraints
                     else "duality gap (variant's dual)")
-            w_dual = problem.variant.primal_from_dual(problem.pairs, alpha, lam)
+            w_dual = variant.primal_from_dual(problem.pairs, alpha, lam)
             dual_residual = float(np.linalg.norm(w - w_dual) / max(1.0, float(np.linalg.norm(w))))
     elif not gap_L <= tol * L and problem.has_pairs:
-        cert = certify(problem.pairs, problem.C, w, alphas, target=tol * CERTIFY_HEADROOM)
+        # Refining the dual point beyond tol proves nothing the status needs; certify() without a
+        # target gives the tightest gap it can.
+        cert = certify(problem.pairs, problem.C, w, report.alphas, target=tol)
         if 2.0 * lam * cert.gap < gap_L:
             gap_L, kind, alpha, dual_residual = 2.0 * lam * cert.gap, "duality gap", cert.alpha, cert.dual_residual
     gap_M = gap_L / (2.0 * lam)
     rel = gap_L / L if L > 0 else (0.0 if gap_L == 0 else math.inf)
-    if rel <= tol and backend_status in ("optimal", "optimal_inaccurate", "user_limit"):
-        status = "optimal"
-    elif backend_status == "user_limit":
-        status = "user_limit"
-    else:
-        status = "optimal_inaccurate"
+    certificate = Certificate(kind=kind, gap_L=gap_L, gap_M=gap_M, relative_gap=rel,
+                              distance_bound=_distance_bound(M, gap_M), alpha=alpha, dual_residual=dual_residual)
+    return w, L, M, certificate
+
+
+def judge_status(relative_gap: float, tol: float, backend_status: str) -> str:
+    """The status from a certified relative gap, whatever the backend said: the one rule of every
+    result, pairwise (:func:`finish`) and listwise (:mod:`cvxrank.listwise.result`).
+
+    ``"optimal"`` when ``relative_gap ≤ tol``; else ``"user_limit"`` when the backend stopped at a
+    cap; else ``"optimal_inaccurate"``. (A backend that ends without a point raises instead.)
+
+    Examples
+    --------
+    >>> judge_status(1e-9, 1e-6, "user_limit"), judge_status(1e-3, 1e-6, "user_limit")
+    ('optimal', 'user_limit')
+    """
+    if relative_gap <= tol:
+        return "optimal"
+    return "user_limit" if backend_status == "user_limit" else "optimal_inaccurate"
+
+
+def finish(problem: RankingProblem, w, report: BackendReport, tol: float) -> SolveResult:
+    """Certify ``w`` (:func:`certify_solution`), judge the status (:func:`judge_status`), warn, and
+    build the :class:`SolveResult`.
+
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the status is short of ``"optimal"``.
+    """
+    if report.scale not in SCALES:
+        raise ValidationError(f"scale must be one of {sorted(SCALES)}, got {report.scale!r}")
+    start = time.perf_counter()
+    w, L, M, certificate = certify_solution(problem, w, report, tol)
+    status = judge_status(certificate.relative_gap, tol, report.status)
     if status != "optimal":
         warnings.warn(
-            f"{solver} on the {formulation} formulation: certified relative gap {rel:.2e} > tol {tol:.0e} "
-            f"(solver status {backend_status!r}); tighten the solver's tolerances, raise max_iter, "
-            "or try another solver (cvxrank.available_solvers())",
+            f"{report.solver} on the {report.formulation} formulation: certified relative gap "
+            f"{certificate.relative_gap:.2e} > tol {tol:.0e} (solver status {report.status!r}); tighten the "
+            "solver's tolerances, raise max_iter, or try another solver (cvxrank.available_solvers())",
             InaccurateSolutionWarning,
             stacklevel=3,
         )
-    objective, gap = (M, gap_M) if scale == "M" else (L, gap_L)
     return SolveResult(
-        w=w, status=status, scale=scale, objective=objective, dual_objective=objective - gap, duality_gap=gap,
-        relative_gap=rel, hinge_objective=L, qp_objective=M, gap_L=gap_L, gap_M=gap_M,
-        distance_bound=_distance_bound(M, gap_M), certificate=kind,
-        stages=tuple(stages) if stages else (solver,), alpha=alpha, solver=solver, solver_version=version,
-        formulation=formulation, solver_status=backend_status, solver_objective=float(solver_objective),
-        iterations=iterations, setup_time=float(setup_time), solve_time=float(solve_time),
-        certify_time=time.perf_counter() - start, primal_residual=float(primal_residual),
-        dual_residual=dual_residual, lam=lam, tol=tol, extras=extras or {}, history=history,
+        w=w, status=status, objective=L, qp_objective=M, certificate=certificate, formulation=report.formulation,
+        formulation_scale=report.scale, stages=tuple(report.stages) if report.stages else (report.solver,),
+        solver=report.solver, solver_version=report.version, solver_status=report.status,
+        solver_objective=float(report.solver_objective), iterations=report.iterations,
+        setup_time=float(report.setup_time), solve_time=float(report.solve_time),
+        certify_time=time.perf_counter() - start, primal_residual=float(report.primal_residual), lam=problem.lam,
+        tol=tol, extras=dict(report.extras), history=report.history,
     )
 
 
-def infeasible(problem: RankingProblem, *, formulation: str, scale: str, solver: str, version: str, tol: float,
-               solver_status: str, setup_time=0.0, solve_time=0.0, extras=None) -> SolveResult:
+def infeasible(problem: RankingProblem, report: BackendReport, tol: float) -> SolveResult:
     """The result of a problem whose own constraints admit no ``w``: status ``"infeasible"``, no ``w``.
 
     Only a variant's user constraints can make the problem infeasible (the papers' problem always
     has solutions); ``w`` and every objective are NaN, so nothing downstream mistakes it for a solution.
     """
     nan = math.nan
+    certificate = Certificate(kind="none", gap_L=nan, gap_M=nan, relative_gap=nan, distance_bound=math.inf)
     return SolveResult(
-        w=np.full(problem.n_features, nan), status="infeasible", scale=scale, objective=nan, dual_objective=nan,
-        duality_gap=nan, relative_gap=nan, hinge_objective=nan, qp_objective=nan, gap_L=nan, gap_M=nan,
-        distance_bound=math.inf, certificate="none", stages=(solver,), alpha=None, solver=solver,
-        solver_version=version, formulation=formulation, solver_status=solver_status, solver_objective=nan,
-        iterations=None, setup_time=float(setup_time), solve_time=float(solve_time), certify_time=0.0,
-        primal_residual=nan, dual_residual=nan, lam=problem.lam, tol=tol, extras=extras or {},
+        w=np.full(problem.n_features, nan), status="infeasible", objective=nan, qp_objective=nan,
+        certificate=certificate, formulation=report.formulation, formulation_scale=report.scale,
+        stages=(report.solver,), solver=report.solver, solver_version=report.version, solver_status=report.status,
+        solver_objective=nan, iterations=None, setup_time=float(report.setup_time),
+        solve_time=float(report.solve_time), certify_time=0.0, primal_residual=nan, lam=problem.lam, tol=tol,
+        extras=dict(report.extras),
     )

@@ -15,17 +15,17 @@ from cvxrank.native import (
     PairFreeOracle,
     cost_table,
     cutting_plane,
-    solve_pairfree,
 )
 from cvxrank.objectives import hinge_objective
 from cvxrank.pairs import make_pairs, preference_pairs
+from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
 from tests.conftest import Instance, assert_agree
 
 
 def reference_result(inst):
     """Clarabel's certified solution of the QP (14)."""
-    res = solve(build_primal(inst.pairs, inst.C), "clarabel", tol=1e-9)
+    res = solve(build_primal(inst.pairs, C=inst.C), "clarabel", tol=1e-9)
     assert res.status == "optimal"
     return res
 
@@ -44,7 +44,7 @@ def rel(a, b):
 def test_pairfree_matches_clarabel_with_costs(seed):
     inst = Instance(seed, lam=[0.01, 0.1, 1.0][seed % 3], n_grades=3 + seed % 2)
     w_ref, F_ref = reference(inst)
-    res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
+    res = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-8)
     assert res.status == "optimal" and res.found
     assert (res.solver, res.formulation, res.alpha) == ("cutting_plane", "pairfree", None)
     assert 0 <= res.relative_gap <= 1e-8
@@ -52,7 +52,7 @@ def test_pairfree_matches_clarabel_with_costs(seed):
     # the objective is (9) recomputed with explicit pairs
     assert res.objective == pytest.approx(hinge_objective(inst.pairs, res.w, inst.weights, inst.lam), rel=1e-12)
     # soundness: the certified lower bound never exceeds the optimum, the objective never goes below it
-    assert res.dual_objective <= F_ref * (1 + 1e-10)
+    assert res.lower_bound <= F_ref * (1 + 1e-10)
     assert res.objective >= F_ref * (1 - 1e-10)
     assert res.objective - F_ref <= res.duality_gap * (1 + 1e-6) + 1e-12 * F_ref
     # strong convexity: ‖w - w*‖² ≤ gap / λ
@@ -65,10 +65,10 @@ def test_pairfree_matches_clarabel_with_costs(seed):
 def test_sparse_features():
     inst = Instance(12, density=0.4, n_features=6)
     w_ref, F_ref = reference(inst)
-    res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
+    res = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-8)
     assert inst.data.is_sparse and res.status == "optimal"
     assert_agree(res, reference_result(inst))
-    assert res.dual_objective <= F_ref * (1 + 1e-10)
+    assert res.lower_bound <= F_ref * (1 + 1e-10)
 
 
 def test_lower_bound_is_sound_at_every_iteration():
@@ -84,15 +84,15 @@ def test_lower_bound_is_sound_at_every_iteration():
 @pytest.mark.parametrize("form", ["primal", "lifted", "dual", "hinge"])
 def test_solve_formulation_with_cutting_plane(instance, form):
     w_ref, F_ref = reference(instance)
-    f = build(instance.pairs, instance.C, weights=instance.weights, lam=instance.lam, formulation=form)
+    f = build(instance.pairs, C=instance.C, weights=instance.weights, lam=instance.lam, formulation=form)
     res = solve(f, "cutting_plane")
     assert res.status == "optimal"
     # Certified by the method's own bound: no pairwise re-certification when it proves tol.
-    assert res.certificate == "cutting-plane bound" and res.alpha is None
+    assert res.certificate.kind == "cutting-plane bound" and res.alpha is None
     assert res.relative_gap <= 1e-6 and res.extras["pairfree_relative_gap"] == res.relative_gap
-    assert res.scale == "L" and res.hinge_objective == pytest.approx(2 * instance.lam * res.qp_objective, rel=1e-12)
+    assert res.formulation_scale == "L" and res.hinge_objective == pytest.approx(2 * instance.lam * res.qp_objective, rel=1e-12)
     # The lower bound never exceeds the optimum, and w is within the proved distance of w*.
-    assert res.dual_objective <= F_ref * (1 + 1e-12)
+    assert res.lower_bound <= F_ref * (1 + 1e-12)
     assert np.linalg.norm(res.w - w_ref) <= res.distance_bound + np.sqrt(2 * 1e-9 * F_ref / (2 * instance.lam))
 
 
@@ -102,7 +102,7 @@ def test_cutting_plane_recertifies_pairwise_only_when_its_bound_falls_short(inst
         res = solve(f, "cutting_plane", max_iter=3)
     assert res.extras["pairfree_relative_gap"] > 1e-6
     # the pairwise dual point built from β was tried: when it wins, it is in the box
-    if res.certificate == "duality gap":
+    if res.certificate.kind == "duality gap":
         assert np.all(res.alpha >= 0) and np.all(res.alpha <= instance.C * (1 + 1e-12))
     assert res.relative_gap <= res.extras["pairfree_relative_gap"] * (1 + 1e-12)
 
@@ -111,12 +111,12 @@ def test_weights_not_per_query_and_grade_pair_are_refused():
     inst = Instance(3)
     weights = inst.weights.copy()
     weights[::7] *= 2.0
-    f = build_hinge(inst.pairs, weights, inst.lam)
+    f = build_hinge(inst.pairs, weights=weights, lam=inst.lam)
     with pytest.raises(ValidationError, match="explicit-pair solver"):
         solve(f, "cutting_plane")
     prefs = preference_pairs(np.eye(4), better=[0, 2], worse=[1, 3])
     with pytest.raises(ValidationError, match="explicit-pair solver"):
-        solve(build_primal(prefs, 1.0), "cutting_plane")
+        solve(build_primal(prefs, C=1.0), "cutting_plane")
 
 
 def test_zero_tau_drops_a_grade_pair():
@@ -124,8 +124,8 @@ def test_zero_tau_drops_a_grade_pair():
     pairs = make_pairs(data)
     tau = {(1, 0): 0.0, (2, 0): 2.0, (2, 1): 1.0}
     weights = pair_weights(pairs, {**tau, (1, 0): 1.0}) * (pairs.pair_type[:, 0] == 2)
-    ref = solve(build_primal(pairs, theorem1_C(weights, 0.1)), "clarabel", tol=1e-9)
-    res = solve_pairfree(data, tau=tau, lam=0.1, tol=1e-8)
+    ref = solve(build_primal(pairs, C=theorem1_C(weights, 0.1)), "clarabel", tol=1e-9)
+    res = solve(RankingProblem(data, tau=tau, lam=0.1), "cutting_plane", tol=1e-8)
     assert_agree(res, ref)
 
 
@@ -133,12 +133,12 @@ def test_iteration_cap_gives_user_limit_with_a_certified_gap():
     inst = Instance(5, lam=0.01)
     _, F_ref = reference(inst)
     with pytest.warns(InaccurateSolutionWarning, match="max_iter"):
-        res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, max_iter=3)
+        res = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", max_iter=3)
     assert res.status == "user_limit" and not res.found
     assert res.iterations == 3
     assert np.isfinite(res.relative_gap) and res.relative_gap > res.tol
-    assert res.dual_objective <= F_ref <= res.objective
-    f = build_hinge(inst.pairs, inst.weights, inst.lam)
+    assert res.lower_bound <= F_ref <= res.objective
+    f = build_hinge(inst.pairs, weights=inst.weights, lam=inst.lam)
     with pytest.warns(InaccurateSolutionWarning):
         res = solve(f, "cutting_plane", max_iter=3)
     assert res.status == "user_limit" and res.relative_gap > 1e-6
@@ -147,24 +147,24 @@ def test_iteration_cap_gives_user_limit_with_a_certified_gap():
 def test_time_limit_gives_user_limit():
     inst = Instance(6, lam=0.001)
     with pytest.warns(InaccurateSolutionWarning):
-        res = solve_pairfree(inst.data, lam=inst.lam, tol=1e-12, time_limit=1e-9)
+        res = solve(RankingProblem(inst.data, lam=inst.lam), "cutting_plane", tol=1e-12, time_limit=1e-9)
     assert res.status == "user_limit" and res.iterations == 1
 
 
 def test_tol_below_float64_warns_and_reports_the_best_gap():
     inst = Instance(8)
     with pytest.warns(InaccurateSolutionWarning, match="float64"):
-        res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-16)
+        res = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-16)
     assert res.status == "optimal_inaccurate"
     assert res.extras["solver_status"] in ("float_limit", "stalled")
     assert 0 <= res.relative_gap <= 1e-9
-    assert res.relative_gap == pytest.approx((res.objective - res.dual_objective) / res.objective)
+    assert res.relative_gap == pytest.approx((res.objective - res.lower_bound) / res.objective)
 
 
 def test_warm_start_from_the_solution_stops_at_once():
     inst = Instance(9)
-    first = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
-    again = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-6, warm_start_w=first.w)
+    first = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-8)
+    again = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-6, warm_start_w=first.w)
     assert again.status == "optimal"
     assert again.iterations < first.iterations
 
@@ -176,10 +176,21 @@ def test_warm_start_from_the_solution_stops_at_once():
 ])
 def test_bad_options_are_refused(kwargs, message):
     inst = Instance(0)
+    lam = kwargs.pop("lam", 0.1)
     with pytest.raises(ValidationError, match=message):
-        solve_pairfree(inst.data, **{"lam": 0.1, **kwargs})
-    with pytest.raises(ValidationError, match="RankingData"):
-        solve_pairfree(inst.pairs)
+        solve(RankingProblem(inst.data, lam=lam), "cutting_plane", **kwargs)
+
+
+def test_a_misspelt_option_names_the_valid_ones():
+    problem = RankingProblem(Instance(0).data, lam=0.1)
+    with pytest.raises(ValidationError, match=r"does not take 'max_iters'; valid: .*max_iter"):
+        solve(problem, "cutting_plane", max_iters=10)
+    with pytest.raises(ValidationError, match=r"does not take 'max_iter'; valid: .*max_iters"):
+        solve(problem, "ecos", max_iter=10)
+    with pytest.raises(ValidationError, match="takes no starting point"):
+        solve(problem, "subgradient", warm_start=np.zeros(problem.n_features))
+    with pytest.raises(ValidationError, match="is a starting w"):
+        solve(problem, "cutting_plane", warm_start=True)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -210,5 +221,5 @@ def test_no_warning_when_converged():
     inst = Instance(4)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = solve_pairfree(inst.data, mu="balanced", lam=inst.lam)
+        res = solve(RankingProblem(inst.data, mu="balanced", lam=inst.lam), "cutting_plane")
     assert res.status == "optimal" and res.extras["n_pairs"] == inst.pairs.n_pairs

@@ -25,7 +25,7 @@ def reference_w(data, tau=None, mu=None, lam=1.0):
     """The core route: explicit pairs, Theorem 1's C, the dual form, Clarabel."""
     pairs = cr.make_pairs(data)
     weights = cr.pair_weights(pairs, tau=tau, mu=mu)
-    res = cr.solve(cr.build(pairs, cr.theorem1_C(weights, lam), formulation="dual"), "clarabel", tol=1e-9)
+    res = cr.solve(cr.build(pairs, C=cr.theorem1_C(weights, lam), formulation="dual"), "clarabel", tol=1e-9)
     assert res.found
     return res.w
 
@@ -97,7 +97,7 @@ def test_zero_tau_pairs_drop_out(data):
     pairs = cr.make_pairs(data)
     weights = cr.pair_weights(pairs, {k: (v if v > 0 else 1.0) for k, v in model.tau_.items()})
     weights[(pairs.pair_type == (1, 0)).all(axis=1)] = 0.0
-    ref = cr.solve(cr.build(pairs, cr.theorem1_C(weights, 0.3)), "clarabel", tol=1e-9)
+    ref = cr.solve(cr.build(pairs, C=cr.theorem1_C(weights, 0.3)), "clarabel", tol=1e-9)
     np.testing.assert_allclose(model.coef_, ref.w, atol=1e-6)
 
 
@@ -256,11 +256,11 @@ def test_fit_path_with_cutting_plane_starts_each_lam_from_the_previous_w(data, m
 
 
 def test_auto_solver_goes_pair_free_for_large_problems(data, monkeypatch):
-    import cvxrank.estimators.pairwise as pw
+    import cvxrank.solvers.registry as registry
 
     small = RankSVMIR(tau=TAU, lam=0.3).fit(data)
     assert small.result_.solver == "clarabel"
-    monkeypatch.setattr(pw, "AUTO_PAIRFREE_PAIRS", 10)   # "large" from 10 pairs on
+    monkeypatch.setattr(registry, "AUTO_PAIRFREE_PAIRS", 10)   # "large" from 10 pairs on
     large = RankSVMIR(tau=TAU, lam=0.3).fit(data)
     assert large.result_.solver == "cutting_plane" and large.result_.found
     # Both certified to a relative gap of 1e-6: their distance is within the strong-convexity bound.

@@ -17,7 +17,7 @@ from cvxrank.data import RankingData, load_letor, save_letor
 from cvxrank.datasets import make_ranking, make_web_like
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import build_primal
-from cvxrank.native import PairFreeOracle, cost_table, cutting_plane, solve_pairfree
+from cvxrank.native import PairFreeOracle, cost_table, cutting_plane
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
@@ -153,12 +153,12 @@ def test_pairfree_on_float32_agrees_with_clarabel_on_the_same_values(seed, densi
     d32 = as_float32(inst.data)
     ref = solve(build_primal(RankingProblem(as_float64(d32), tau=inst.tau, mu=inst.mu, lam=inst.lam)),
                 "clarabel", tol=1e-9)
-    res = solve_pairfree(d32, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
+    res = solve(RankingProblem(d32, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-8)
     assert res.status == "optimal" and res.relative_gap <= 1e-8
     assert "delta" in res.history and res.history["delta"].notna().any()  # the Newton phase ran on float32 X
     assert_agree(res, ref)
     F_ref = 2 * inst.lam * ref.qp_objective
-    assert res.dual_objective <= F_ref * (1 + 1e-10)  # the lower bound never exceeds the optimum
+    assert res.lower_bound <= F_ref * (1 + 1e-10)  # the lower bound never exceeds the optimum
 
 
 def test_cvxpy_route_on_float32_data_is_the_float64_problem():

@@ -5,13 +5,15 @@ import pytest
 
 from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import ValidationError
-from cvxrank.native import PairFreeOracle, cost_table, solve_pairfree
+from cvxrank.native import PairFreeOracle, cost_table
 
 distributed = pytest.importorskip("distributed")
 
 import itertools
 
 from cvxrank.native.dask import DaskOracle, query_shards
+from cvxrank.problem import RankingProblem
+from cvxrank.solvers import solve
 
 
 def cluster_client(processes):
@@ -59,13 +61,13 @@ def test_sharded_oracle_gives_the_local_numbers(client, data):
 
 def test_solve_on_the_cluster_equals_the_local_solve(client, data):
     # the cluster runs the cutting planes only (the Newton phase needs the local oracle): the same iterates
-    distributed_res = solve_pairfree(data, mu="balanced", lam=0.05, tol=1e-8, client=client)
-    local_res = solve_pairfree(data, mu="balanced", lam=0.05, tol=1e-8, newton_gap=None)
+    distributed_res = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-8, client=client)
+    local_res = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-8, newton_gap=None)
     assert distributed_res.status == local_res.status == "optimal"
     np.testing.assert_allclose(distributed_res.w, local_res.w, rtol=1e-6, atol=1e-9)
     assert distributed_res.objective == pytest.approx(local_res.objective, rel=1e-9)
     # the default local solve (with the Newton phase) agrees within the two certificates
-    default = solve_pairfree(data, mu="balanced", lam=0.05, tol=1e-8)
+    default = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-8)
     assert abs(default.objective - distributed_res.objective) <= max(default.duality_gap, distributed_res.duality_gap)
 
 
@@ -80,7 +82,7 @@ def test_bad_input(client, data):
         oracle(np.zeros(3))
     oracle.close()
     with pytest.raises(ValidationError, match="oracle_threads is for the local oracle"):
-        solve_pairfree(data, lam=1.0, client=client, oracle_threads=2)
+        solve(RankingProblem(data, lam=1.0), "cutting_plane", client=client, oracle_threads=2)
 
 
 def test_query_shards_cover_every_query():

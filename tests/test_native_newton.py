@@ -9,11 +9,12 @@ from cvxrank.data import RankingData
 from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import build_primal
-from cvxrank.native import PairFreeOracle, cost_table, cutting_plane, solve_pairfree
+from cvxrank.native import PairFreeOracle, cost_table, cutting_plane
 from cvxrank.native.band import margin_band
 from cvxrank.native.newton import _evaluate
 from cvxrank.objectives import hinge_objective
 from cvxrank.pairs import make_pairs
+from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
 from tests.conftest import assert_agree
 
@@ -42,7 +43,7 @@ class TiedInstance:
 
 
 def clarabel_result(inst):
-    res = solve(build_primal(inst.pairs, inst.C), "clarabel", tol=1e-9)
+    res = solve(build_primal(inst.pairs, C=inst.C), "clarabel", tol=1e-9)
     assert res.status == "optimal"
     return res
 
@@ -56,7 +57,7 @@ def test_newton_phase_matches_clarabel(seed, lam, ties, density):
     inst = TiedInstance(seed, lam=lam, ties=ties, density=density)
     ref = clarabel_result(inst)
     F_ref = 2 * inst.lam * ref.qp_objective  # the QP (14) on the hinge scale of (9)
-    res = solve_pairfree(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam, tol=1e-8)
+    res = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-8)
     assert res.status == "optimal" and 0 <= res.relative_gap <= 1e-8
     assert inst.data.is_sparse == (density < 1)
     h = res.history

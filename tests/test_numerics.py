@@ -39,7 +39,6 @@ from cvxrank.solvers import (
     NATIVE_SOLVERS,
     available_solvers,
     solve,
-    solve_with_fallback,
 )
 
 SOLVERS = available_solvers()
@@ -103,7 +102,7 @@ def check_certificate(result, pairs, C, best_known, warned):
     scale = 2.0 * result.lam  # both scales are stated: L = 2λ M
     assert result.qp_objective == pytest.approx(M, rel=1e-12, abs=1e-300), "objective not recomputed from w"
     assert result.hinge_objective == pytest.approx(scale * M, rel=1e-12, abs=1e-300)
-    assert result.objective == (result.qp_objective if result.scale == "M" else result.hinge_objective)
+    assert result.objective == result.hinge_objective  # L(w) of (9), whatever was solved
     slack = 1e-12 * abs(M)
     alpha = result.alpha
     if alpha is not None:
@@ -111,7 +110,7 @@ def check_certificate(result, pairs, C, best_known, warned):
         dual = dual_objective(pairs, alpha)
         assert M - result.gap_M == pytest.approx(dual, rel=1e-9, abs=1e-12 * abs(M))
     else:  # the native cutting plane's own bound: a lower bound can never exceed a known feasible value
-        assert result.certificate == "cutting-plane bound"
+        assert result.certificate.kind == "cutting-plane bound"
         dual = M - result.gap_M
         assert dual <= best_known + slack, "a lower bound above a feasible objective"
     assert (result.status != "optimal") == warned, f"status {result.status} but warned={warned}"
@@ -167,7 +166,7 @@ def test_osqp_large_objective_scaling_is_caught():
     result, warned = _solve(form, "osqp")
     if result is not None:
         check_certificate(result, pairs, C, best, warned)
-    chained = solve_with_fallback(form, ["osqp", "clarabel"])
+    chained = solve(form, ["osqp", "clarabel"])
     assert chained.status == "optimal" and chained.solver in ("osqp", "clarabel")
     check_certificate(chained, pairs, C, best, warned=False)
     first = chained.extras["attempts"][0]
@@ -204,7 +203,8 @@ def test_objective_is_never_the_solvers_own_number():
         if result is not None:
             assert result.hinge_objective == hinge_objective(pairs, result.w, weights, lam)
             assert result.qp_objective == qp_objective(pairs, result.w, weights / (2 * lam))
-            assert result.objective == result.qp_objective  # the lifted QP states M
+            assert result.objective == result.hinge_objective  # L(w) of (9): one scale
+            assert result.formulation_objective == result.qp_objective  # the lifted QP's own M
 
 
 def test_difference_norms_do_not_overflow():
@@ -227,7 +227,7 @@ def small():
 
 def test_fallback_default_chain_and_attempts(small):
     _, form = small
-    result = solve_with_fallback(form)
+    result = solve(form, "fallback")
     assert result.status == "optimal" and result.solver == FALLBACK_CHAIN[0]
     assert [a["solver"] for a in result.extras["attempts"]] == [FALLBACK_CHAIN[0]]
     assert set(result.extras["attempts"][0]) == {"solver", "status", "relative_gap", "time", "message"}
@@ -235,7 +235,7 @@ def test_fallback_default_chain_and_attempts(small):
 
 def test_fallback_moves_on_from_an_uncertified_solution(small):
     _, form = small
-    result = solve_with_fallback(form, ["gd", "clarabel"], options={"gd": {"max_iter": 2}})
+    result = solve(form, ["gd", "clarabel"], gd={"max_iter": 2})
     attempts = result.extras["attempts"]
     assert [a["solver"] for a in attempts] == ["gd", "clarabel"]
     assert attempts[0]["status"] == "user_limit" and attempts[0]["relative_gap"] > 1e-6
@@ -245,8 +245,7 @@ def test_fallback_moves_on_from_an_uncertified_solution(small):
 def test_fallback_never_reports_optimal_when_nothing_certifies(small):
     _, form = small
     with pytest.warns(InaccurateSolutionWarning, match="no solver of the fallback chain certified"):
-        result = solve_with_fallback(form, ["gd", "subgradient"],
-                                     options={"gd": {"max_iter": 2}, "subgradient": {"max_iter": 2, "polish": False}})
+        result = solve(form, ["gd", "subgradient"], gd={"max_iter": 2}, subgradient={"max_iter": 2, "polish": False})
     assert result.status != "optimal"
     gaps = [a["relative_gap"] for a in result.extras["attempts"]]
     assert result.relative_gap == min(gaps)  # the best of the attempts, with its honest status
@@ -255,13 +254,13 @@ def test_fallback_never_reports_optimal_when_nothing_certifies(small):
 def test_fallback_errors(small, monkeypatch):
     _, form = small
     with pytest.raises(SolverNotAvailableError, match="unknown solver"):
-        solve_with_fallback(form, ["clarabel", "no-such-solver"])
+        solve(form, ["clarabel", "no-such-solver"])
     missing = [s for s in ("gurobi", "mosek", "piqp", "daqp") if s not in SOLVERS]
     if missing:
-        result = solve_with_fallback(form, [missing[0], "clarabel"])
+        result = solve(form, [missing[0], "clarabel"])
         assert result.extras["attempts"][0]["status"] == "not installed"
         with pytest.raises(SolverNotAvailableError, match="no solver of the fallback chain is installed"):
-            solve_with_fallback(form, [missing[0]])
+            solve(form, [missing[0]])
     import cvxrank.solvers as solvers_module
 
     def broken(*args, **kwargs):
@@ -269,7 +268,7 @@ def test_fallback_errors(small, monkeypatch):
 
     monkeypatch.setitem(solvers_module.NATIVE_SOLVERS, "subgradient", broken)
     with pytest.raises(SolverError, match="every solver of the fallback chain failed.*simulated failure"):
-        solve_with_fallback(form, ["subgradient"])
-    result = solve_with_fallback(form, "subgradient")  # one name: that solver first, then the default chain
+        solve(form, ["subgradient"])
+    result = solve(form, ["subgradient", *FALLBACK_CHAIN])
     assert [a["solver"] for a in result.extras["attempts"]][:2] == ["subgradient", FALLBACK_CHAIN[0]]
     assert isinstance(SolverError("x"), CvxrankError)

@@ -5,9 +5,11 @@ import pytest
 
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
-from cvxrank.native import PairFreeOracle, cost_table, solve_pairfree
+from cvxrank.native import PairFreeOracle, cost_table
 from cvxrank.native.newton import _evaluate
 from cvxrank.native.oracle import _shards
+from cvxrank.problem import RankingProblem
+from cvxrank.solvers import solve
 
 
 def _instance(sizes, seed, ties):
@@ -94,8 +96,8 @@ def _flat(values):
 
 def test_solve_same_iterates():
     data = _instance([40, 25, 3, 31, 12], seed=4, ties=False)
-    a = solve_pairfree(data, mu="balanced", lam=0.05, oracle_threads=1)
-    b = solve_pairfree(data, mu="balanced", lam=0.05, oracle_threads=2)
+    a = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", oracle_threads=1)
+    b = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", oracle_threads=2)
     np.testing.assert_array_equal(a.w, b.w)
     assert a.extras["oracle_calls"] == b.extras["oracle_calls"]
     assert a.relative_gap <= 1e-6
@@ -114,7 +116,7 @@ def test_bad_threads(bad):
     with pytest.raises(ValidationError, match="threads must be a positive int or None"):
         PairFreeOracle.from_data(data, threads=bad)
     with pytest.raises(ValidationError, match="oracle_threads must be a positive int or None"):
-        solve_pairfree(data, lam=1.0, oracle_threads=bad)
+        solve(RankingProblem(data, lam=1.0), "cutting_plane", oracle_threads=bad)
 
 
 def test_shards_cut_at_query_boundaries():

@@ -9,6 +9,7 @@ from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import build, build_hinge
 from cvxrank.pairs import make_pairs
 from cvxrank.path import PathSolver, solve_path
+from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
 from tests.conftest import assert_agree
 
@@ -23,15 +24,15 @@ def pairs():
 def fresh(pairs, formulation, lam, weights=None, solver="clarabel", **options):
     weights = np.ones(pairs.n_pairs) if weights is None else weights
     if formulation == "hinge":
-        form = build_hinge(pairs, weights, lam)
+        form = build_hinge(pairs, weights=weights, lam=lam)
     else:
-        form = build(pairs, theorem1_C(weights, lam), formulation=formulation)
+        form = build(pairs, C=theorem1_C(weights, lam), formulation=formulation)
     return solve(form, solver, **options)
 
 
 @pytest.mark.parametrize("formulation", ["primal", "lifted", "dual", "hinge"])
 def test_each_resolve_equals_a_fresh_build_and_nothing_is_recompiled(pairs, formulation):
-    path = PathSolver(pairs, formulation=formulation, solver="clarabel", tol=1e-8)
+    path = PathSolver(RankingProblem(pairs), formulation=formulation, solver="clarabel", tol=1e-8)
     compiled, results = [], []
     for lam in LAMS:
         results.append(path.solve(weights=1.0, lam=lam))
@@ -49,7 +50,7 @@ def test_each_resolve_equals_a_fresh_build_and_nothing_is_recompiled(pairs, form
 
 def test_solve_path_over_tau_and_mu_matches_fresh_solves(pairs):
     taus = [None, {t: float(i + 1) for i, t in enumerate(pairs.types)}]
-    path = solve_path(pairs, lams=[1.0, 0.2], taus=taus, mus=[None, "balanced"], formulation="lifted")
+    path = solve_path(RankingProblem(pairs), lams=[1.0, 0.2], taus=taus, mus=[None, "balanced"], formulation="lifted")
     assert len(path) == 8 and len(path.points) == 8
     assert [p["lam"] for p in path.points[:2]] == [1.0, 0.2]  # lambda varies fastest
     frame = path.to_frame()
@@ -64,17 +65,17 @@ def test_solve_path_over_tau_and_mu_matches_fresh_solves(pairs):
 
 def test_a_C_grid_and_warm_started_osqp_give_the_fresh_answers(pairs):
     Cs = [0.5, np.linspace(0.1, 1.0, pairs.n_pairs)]
-    path = solve_path(pairs, Cs=Cs, formulation="primal", solver="osqp", warm_start=True)
+    path = solve_path(RankingProblem(pairs), Cs=Cs, formulation="primal", solver="osqp", warm_start=True)
     for C, got in zip(Cs, path):
-        ref = solve(build(pairs, np.broadcast_to(C, pairs.n_pairs).copy(), formulation="primal"), "clarabel")
+        ref = solve(build(pairs, C=np.broadcast_to(C, pairs.n_pairs).copy(), formulation="primal"), "clarabel")
         assert_agree(got, ref)
-    hinge = solve_path(pairs, Cs=Cs, formulation="hinge")  # hinge form with weights = C, lambda = 1/2
+    hinge = solve_path(RankingProblem(pairs), Cs=Cs, formulation="hinge")  # hinge form with weights = C, lambda = 1/2
     for a, b in zip(hinge, path):
         assert_agree(a, b)
 
 
 def test_native_solvers_read_the_problem_and_compile_nothing(pairs):
-    path = solve_path(pairs, lams=LAMS, formulation="native", solver="subgradient")
+    path = solve_path(RankingProblem(pairs), lams=LAMS, formulation="native", solver="subgradient")
     assert path.formulation is None and "native" in repr(path)
     for lam, got in zip(LAMS, path):
         ref = fresh(pairs, "dual", lam, tol=1e-9)
@@ -85,7 +86,7 @@ def test_native_solvers_read_the_problem_and_compile_nothing(pairs):
 
 
 def test_auto_resolves_to_a_named_formulation(pairs):
-    path = solve_path(pairs, lams=[1.0], formulation="auto")
+    path = solve_path(RankingProblem(pairs), lams=[1.0], formulation="auto")
     assert path.formulation.name in ("primal", "lifted")
 
 
@@ -101,12 +102,12 @@ def test_auto_resolves_to_a_named_formulation(pairs):
 ])
 def test_bad_grids_are_refused(pairs, kwargs, match):
     with pytest.raises(ValidationError, match=match):
-        solve_path(pairs, **kwargs)
+        solve_path(RankingProblem(pairs), **kwargs)
 
 
 def test_a_lambda_path_moves_one_scale_and_other_costs_rebuild_once(pairs):
     """A λ grid only scales C (parameter "scale"); costs that are no multiple switch to per-pair parameters once."""
-    path = PathSolver(pairs, formulation="lifted")
+    path = PathSolver(RankingProblem(pairs), formulation="lifted")
     first = path.solve(weights=1.0, lam=1.0)
     compiled = path.compiled
     assert path.formulation.parameters.keys() == {"scale"}
@@ -123,22 +124,22 @@ def test_a_lambda_path_moves_one_scale_and_other_costs_rebuild_once(pairs):
     path.solve(weights=2 * weights, lam=0.25)
     assert path.compiled is compiled and path.n_builds == 2
     with pytest.raises(ValidationError, match="unknown cost parametrization"):
-        PathSolver(pairs, costs="vector")
+        PathSolver(RankingProblem(pairs), costs="vector")
 
 
 def test_warm_start_policy_follows_the_measurements(pairs):
     """OSQP warm, Clarabel afresh, SCS warm only while its costs sit in the objective (scale form)."""
-    assert PathSolver(pairs, solver="osqp").warm_start is True
-    assert PathSolver(pairs, solver="clarabel").warm_start is False
-    assert PathSolver(pairs, solver="clarabel", warm_start=True).warm_start is True
-    scs = PathSolver(pairs, solver="scs", formulation="lifted")
+    assert PathSolver(RankingProblem(pairs), solver="osqp").warm_start is True
+    assert PathSolver(RankingProblem(pairs), solver="clarabel").warm_start is False
+    assert PathSolver(RankingProblem(pairs), solver="clarabel", warm_start=True).warm_start is True
+    scs = PathSolver(RankingProblem(pairs), solver="scs", formulation="lifted")
     assert scs.warm_start is True
     scs.solve(weights=1.0, lam=1.0)
     scs.solve(weights=np.linspace(0.5, 2.0, pairs.n_pairs), lam=1.0)  # no multiple: per-pair costs
     assert scs.costs == "per_pair" and scs.warm_start is False
-    assert PathSolver(pairs, solver="scs", costs="per_pair").warm_start is False
-    assert PathSolver(pairs, solver="cutting_plane", formulation="native").warm_start is True
-    assert PathSolver(pairs, solver="gd", formulation="native").warm_start is False
+    assert PathSolver(RankingProblem(pairs), solver="scs", costs="per_pair").warm_start is False
+    assert PathSolver(RankingProblem(pairs), solver="cutting_plane", formulation="native").warm_start is True
+    assert PathSolver(RankingProblem(pairs), solver="gd", formulation="native").warm_start is False
 
 
 def test_cutting_plane_path_starts_each_point_from_the_previous_w(pairs, monkeypatch):
@@ -152,8 +153,8 @@ def test_cutting_plane_path_starts_each_point_from_the_previous_w(pairs, monkeyp
         return real(oracle, lam, **kw)
 
     monkeypatch.setattr(cp_module, "cutting_plane", spy)
-    warm = solve_path(pairs, lams=LAMS, formulation="native", solver="cutting_plane")
-    cold = solve_path(pairs, lams=LAMS, formulation="native", solver="cutting_plane", warm_start=False)
+    warm = solve_path(RankingProblem(pairs), lams=LAMS, formulation="native", solver="cutting_plane")
+    cold = solve_path(RankingProblem(pairs), lams=LAMS, formulation="native", solver="cutting_plane", warm_start=False)
     assert starts[0] is None and all(s is None for s in starts[3:])
     for start, previous in zip(starts[1:3], warm.results[:2]):
         np.testing.assert_array_equal(start, previous.w)
@@ -162,3 +163,14 @@ def test_cutting_plane_path_starts_each_point_from_the_previous_w(pairs, monkeyp
         assert w.status == c.status == "optimal"
         assert w.qp_objective == pytest.approx(ref.qp_objective, rel=1e-5)
         assert c.qp_objective == pytest.approx(ref.qp_objective, rel=1e-5)
+
+
+def test_the_path_takes_a_problem_and_its_costs(pairs):
+    """A problem's own weights and variant are the path's defaults; a bare PairSet is deprecated."""
+    weights = np.linspace(0.5, 2.0, pairs.n_pairs)
+    problem = RankingProblem(pairs, weights=weights, lam=0.3)
+    path = solve_path(problem, lams=[0.3], formulation="lifted")
+    assert_agree(path[0], solve(problem, "clarabel"))
+    assert PathSolver(problem).solve().lam == 0.3
+    with pytest.warns(DeprecationWarning, match="RankingProblem"):
+        PathSolver(pairs)

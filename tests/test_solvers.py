@@ -39,7 +39,7 @@ def independent_reference(inst):
 
 
 def reference(inst):
-    res = solve(build_primal(inst.pairs, inst.C), "clarabel", tol=1e-9)
+    res = solve(build_primal(inst.pairs, C=inst.C), "clarabel", tol=1e-9)
     assert res.status == "optimal"
     return res
 
@@ -78,8 +78,9 @@ def test_solutions_agree_within_their_certified_bounds(lam_instance, form, solve
     L = 2 * inst.lam * M
     assert res.qp_objective == pytest.approx(M, rel=1e-12)
     assert res.hinge_objective == pytest.approx(L, rel=1e-12)
-    assert res.scale == ("L" if form == "hinge" else "M")
-    assert res.objective == (res.hinge_objective if res.scale == "L" else res.qp_objective)
+    assert res.formulation_scale == ("L" if form == "hinge" else "M")
+    assert res.objective == res.hinge_objective  # one scale, whatever the formulation
+    assert res.formulation_objective == (res.qp_objective if form != "hinge" else res.hinge_objective)
     assert res.gap_L == pytest.approx(2 * inst.lam * res.gap_M, rel=1e-12)
     rounding = 64 * np.finfo(float).eps * (abs(res.qp_objective) + abs(res.qp_objective - res.gap_M))
     assert res.distance_bound == pytest.approx(np.sqrt(2 * (max(res.gap_M, 0) + rounding)), rel=1e-12)
@@ -102,7 +103,7 @@ def test_solutions_agree_within_their_certified_bounds(lam_instance, form, solve
 
 @pytest.mark.parametrize("solver", CORE_CVXPY)
 def test_dual_recovers_w_by_16_and_complementary_slackness(small, solver):
-    f = build_dual(small.pairs, small.C)
+    f = build_dual(small.pairs, C=small.C)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
         res = solve(f, solver)
@@ -125,10 +126,10 @@ def test_dual_recovers_w_by_16_and_complementary_slackness(small, solver):
 
 
 def test_primal_constraint_duals_are_the_dual_solution(small):
-    f = build_primal(small.pairs, small.C)
+    f = build_primal(small.pairs, C=small.C)
     solve(f, "clarabel")
     alpha = f.recover_alpha()
-    d = build_dual(small.pairs, small.C)
+    d = build_dual(small.pairs, C=small.C)
     solve(d, "clarabel")
     assert dual_objective(small.pairs, alpha) == pytest.approx(d.problem.value, rel=1e-7)
     np.testing.assert_allclose(small.pairs.rmatvec(alpha), f.recover_w(), rtol=1e-6, atol=1e-8)
@@ -167,7 +168,7 @@ def test_certificate_target_stops_early_and_stays_valid(instance):
 
 
 def test_subgradient_without_polish_is_honest(small):
-    f = build_hinge(small.pairs, small.weights, small.lam)
+    f = build_hinge(small.pairs, weights=small.weights, lam=small.lam)
     with pytest.warns(InaccurateSolutionWarning, match="subgradient"):
         res = solve(f, "subgradient", polish=False, max_iter=200)
     assert res.status == "user_limit" and res.iterations == 200
@@ -180,14 +181,14 @@ def test_subgradient_without_polish_is_honest(small):
 
 
 def test_subgradient_on_any_formulation_solves_the_same_problem(small):
-    a = solve(build_primal(small.pairs, small.C), "subgradient")
-    b = solve(build_hinge(small.pairs, small.weights, small.lam), "subgradient")
+    a = solve(build_primal(small.pairs, C=small.C), "subgradient")
+    b = solve(build_hinge(small.pairs, weights=small.weights, lam=small.lam), "subgradient")
     assert_agree(a, b)
 
 
 def test_gd_first_step_is_figure_3(small):
     """From w = 0 every margin is 0 < 1, so w1 = η Σ τμ d_i (Fig. 3 of Cao et al. 2006)."""
-    f = build_hinge(small.pairs, small.weights, small.lam)
+    f = build_hinge(small.pairs, weights=small.weights, lam=small.lam)
     eta = 0.01
     with pytest.warns(InaccurateSolutionWarning):
         res = solve(f, "gd", max_iter=1, learning_rate=eta, check_every=1)
@@ -196,7 +197,7 @@ def test_gd_first_step_is_figure_3(small):
 
 
 def test_gd_reports_a_valid_gap(small):
-    f = build_hinge(small.pairs, small.weights, small.lam)
+    f = build_hinge(small.pairs, weights=small.weights, lam=small.lam)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
         res = solve(f, "gd", max_iter=2000)
@@ -212,8 +213,8 @@ def test_ranking_svm_equivalence_of_6_and_7():
     """τ = μ = 1: (6) with C equals (7) with λ = 1/(2C)."""
     inst = Instance(5, tau=False, mu=None)
     C = 2.5
-    a = solve(build_primal(inst.pairs, C), "clarabel")
-    b = solve(build_hinge(inst.pairs, 1.0, 1.0 / (2 * C)), "clarabel")
+    a = solve(build_primal(inst.pairs, C=C), "clarabel")
+    b = solve(build_hinge(inst.pairs, weights=1.0, lam=1.0 / (2 * C)), "clarabel")
     assert rel(a.w, b.w) <= 1e-6
     assert b.objective == pytest.approx(2 * (1.0 / (2 * C)) * a.objective, rel=1e-7)
 
@@ -222,14 +223,14 @@ def test_preference_pairs_solve():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((12, 3))
     pairs = preference_pairs(X, better=[0, 1, 2, 3, 4], worse=[5, 6, 7, 8, 9])
-    res = solve(build_primal(pairs, 1.0), "clarabel")
-    sub = solve(build_primal(pairs, 1.0), "subgradient")
+    res = solve(build_primal(pairs, C=1.0), "clarabel")
+    sub = solve(build_primal(pairs, C=1.0), "subgradient")
     assert res.found and sub.found
     assert np.linalg.norm(sub.w - res.w) <= sub.distance_bound + res.distance_bound
 
 
 def test_unknown_and_uninstalled_solvers(small):
-    f = build_primal(small.pairs, small.C)
+    f = build_primal(small.pairs, C=small.C)
     with pytest.raises(SolverNotAvailableError, match="unknown solver 'cplexx'; installed: .*clarabel"):
         solve(f, "cplexx")
     missing = [s for s in SOLVERS if s not in available_solvers()]
@@ -240,7 +241,7 @@ def test_unknown_and_uninstalled_solvers(small):
 
 
 def test_solver_failure_names_solver_and_suggests_another(small, monkeypatch):
-    f = build_primal(small.pairs, small.C)
+    f = build_primal(small.pairs, C=small.C)
 
     def boom(*args, **kwargs):
         raise cp.error.SolverError("numerical trouble")
@@ -251,14 +252,14 @@ def test_solver_failure_names_solver_and_suggests_another(small, monkeypatch):
 
 
 def test_inaccurate_solution_warns_and_is_not_optimal(small):
-    f = build_primal(small.pairs, small.C)
+    f = build_primal(small.pairs, C=small.C)
     with pytest.warns(InaccurateSolutionWarning, match="certified relative gap"):
         res = solve(f, "osqp", max_iter=5, eps_abs=1e-12, eps_rel=1e-12)
     assert res.status != "optimal" and res.relative_gap > 1e-6
 
 
 def test_options_pass_through_and_result_fields(small):
-    f = build_primal(small.pairs, small.C)
+    f = build_primal(small.pairs, C=small.C)
     res = solve(f, "clarabel", max_iter=50, tol=1e-7)
     assert res.extras["options"]["max_iter"] == 50
     assert res.tol == 1e-7
@@ -273,9 +274,9 @@ def test_options_pass_through_and_result_fields(small):
 @pytest.mark.parametrize("tol", [0, -1e-6, 1.5, "x"])
 def test_bad_tol(small, tol):
     with pytest.raises(ValidationError, match="tol"):
-        solve(build_primal(small.pairs, small.C), "clarabel", tol=tol)
+        solve(build_primal(small.pairs, C=small.C), "clarabel", tol=tol)
 
 
 def test_solve_rejects_non_formulation():
-    with pytest.raises(ValidationError, match="RankingProblem or a Formulation"):
+    with pytest.raises(ValidationError, match="a RankingProblem, a Formulation or a ListwiseProblem"):
         solve("not a problem", "clarabel")

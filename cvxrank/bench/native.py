@@ -10,7 +10,7 @@ phase; "squared" solves the squared hinge; "certificate" times the certificate's
 
 On each solved instance the problem is the weighted hinge problem (9) of Cao et al. (SIGIR
 2006) with lambda = 1/(2C) and the chosen tau/mu, solved in this one process by:
-  cvxrank     solve_pairfree (pair-free cutting planes, then smoothed Newton; certified gap);
+  cvxrank     solve(problem, "cutting_plane") (pair-free cutting planes, then smoothed Newton; certified gap);
   LinearSVC   scikit-learn, loss="hinge", fit_intercept=False, dual=True, C = 1/(2 lambda), on the
               pair differences built with numpy (cvxrank.make_pairs + difference_matrix, half the
               rows negated so that both classes occur), pair weights as sample_weight; the time
@@ -187,13 +187,14 @@ def _fmt_bytes(b: float) -> str:
 
 # -- the methods ---------------------------------------------------------------------
 def _run_cvxrank(data, tau, mu, lam, tol, time_limit):
-    from cvxrank.native import solve_pairfree
+    from cvxrank.problem import RankingProblem
+    from cvxrank.solvers import solve
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = solve_pairfree(data, tau=tau, mu=mu, lam=lam, tol=tol, time_limit=time_limit)
+        res = solve(RankingProblem(data, tau=tau, mu=mu, lam=lam), "cutting_plane", tol=tol, time_limit=time_limit)
     return res.w, res, {"status": res.status, "iterations": res.iterations,
-                        "certified_by_itself": res.relative_gap, "lower_bound": res.dual_objective}
+                        "certified_by_itself": res.relative_gap, "lower_bound": res.lower_bound}
 
 
 def _pairs_and_weights(data, tau, mu):
@@ -229,13 +230,12 @@ def _run_clarabel(data, tau, mu, lam):
     from cvxrank.solvers import solve
 
     pairs, weights = _pairs_and_weights(data, tau, mu)
-    f = build(pairs, theorem1_C(weights, lam), formulation="lifted")
+    f = build(pairs, C=theorem1_C(weights, lam), formulation="lifted")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
         res = solve(f, "clarabel")
-    # the QP form reports M(w); on the hinge scale (9) its certified lower bound is 2 lambda x its dual value
     return res.w, res, {"status": res.status, "iterations": res.iterations,
-                        "certified_by_itself": res.relative_gap, "lower_bound": 2.0 * lam * res.dual_objective}
+                        "certified_by_itself": res.relative_gap, "lower_bound": res.lower_bound}
 
 
 # -- instances -------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def measure(pairs, formulation: str, solver: str, lams, tol: float = 1e-6) -> di
     weights = np.ones(pairs.n_pairs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
-        path = PathSolver(pairs, formulation=formulation, solver=solver, tol=tol)
+        path = PathSolver(RankingProblem(pairs), formulation=formulation, solver=solver, tol=tol)
         start = time.perf_counter()
         on_path = [path.solve(weights=weights, lam=lam) for lam in lams]
         t_path = time.perf_counter() - start
@@ -95,9 +95,9 @@ def measure(pairs, formulation: str, solver: str, lams, tol: float = 1e-6) -> di
             if formulation == "native":
                 form = RankingProblem(pairs, weights=weights, lam=lam)
             elif formulation == "hinge":
-                form = build_hinge(pairs, weights, lam)
+                form = build_hinge(pairs, weights=weights, lam=lam)
             else:
-                form = build(pairs, theorem1_C(weights, lam), formulation=formulation)
+                form = build(pairs, C=theorem1_C(weights, lam), formulation=formulation)
             build_fresh += time.perf_counter() - t0
             fresh.append(solve(form, solver, tol=tol))
         t_fresh = time.perf_counter() - start

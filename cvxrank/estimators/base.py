@@ -57,14 +57,15 @@ def as_ranking_data(X, y=None, qid=None, *, estimator=None) -> RankingData:
 
 
 def resolve_lam(lam, C) -> float:
-    """``λ`` of the hinge form (9) from ``lam`` or the QP cost ``C`` (``λ = 1/(2C)``, (7)/ECML); default 1."""
-    from cvxrank.costs import check_C, check_lam
+    """``λ`` of the hinge form (9) from ``lam`` or the QP cost ``C`` (``λ = 1/(2C)``, (7)/ECML); default
+    :data:`cvxrank.costs.DEFAULT_LAM` (0.5, that is ``C = 1``)."""
+    from cvxrank.costs import DEFAULT_LAM, check_C, check_lam
 
     if lam is not None and C is not None:
         raise ValidationError("give lam or C, not both (they are the same knob: lam = 1/(2 C))")
     if C is not None:
         return 1.0 / (2.0 * check_C(C))
-    return check_lam(1.0 if lam is None else lam)
+    return check_lam(DEFAULT_LAM if lam is None else lam)
 
 
 class BaseRanker(BaseEstimator):

@@ -38,7 +38,9 @@ class _ListwiseRanker(BaseRanker):
 
     def fit(self, X, y=None, qid=None):
         """Fit ``w`` on graded documents (see :meth:`cvxrank.estimators.RankSVM.fit` for the arguments)."""
-        from cvxrank.listwise import solve_listwise_cvxpy, solve_newton
+        from cvxrank.listwise import ListwiseProblem
+        from cvxrank.solvers import solve
+        from cvxrank.solvers.registry import max_iter_options
 
         check("score_k", self.score_k, POSITIVE_INT)
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
@@ -47,14 +49,9 @@ class _ListwiseRanker(BaseRanker):
         C = _resolve_C(self.C, self.lam)
         options = dict(self.solver_options or {})
         solver = str(self.solver).lower()
-        if solver == "newton":
-            result = solve_newton(data, C=C, pcf=self._pcf(), tol=self.tol, max_iter=self.max_iter, **options)
-        else:
-            if self.max_iter is not None:
-                from cvxrank.solvers.registry import max_iter_options
-
-                options = {**max_iter_options(solver, self.max_iter), **options}
-            result = solve_listwise_cvxpy(data, C=C, pcf=self._pcf(), solver=solver, tol=self.tol, **options)
+        if self.max_iter is not None:
+            options = {**max_iter_options("newton" if solver == "auto" else solver, self.max_iter), **options}
+        result = solve(ListwiseProblem(data, C=C, pcf=self._pcf()), solver, tol=self.tol, **options)
         self.coef_ = np.asarray(result.w, dtype=np.float64)
         self.n_features_in_ = data.n_features
         self.result_ = result
@@ -82,7 +79,7 @@ _DOC = """
     random_state : None
         Unused (the methods are deterministic); kept for a uniform interface.
     solver_options : dict, optional
-        Passed to the solver (Newton: ``line_search``, ``w0``, ``verbose``).
+        Passed to the solver through :func:`cvxrank.solve`, checked by name (Newton: ``line_search``).
     score_k : int, default 10
         ``score`` returns the mean NDCG@``score_k``.
 

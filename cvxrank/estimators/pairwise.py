@@ -18,25 +18,23 @@ estimator                   τ (per grade pair)         μ (per query)
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
+from cvxrank._validation import POSITIVE_INT, Interval, check
 from cvxrank.costs import Costs, estimate_tau
 from cvxrank.data import RankingData
 from cvxrank.estimators.base import BaseRanker, as_ranking_data, resolve_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS, build, build_hinge
-from cvxrank.pairs import count_pairs, make_pairs
+from cvxrank.pairs import make_pairs
 from cvxrank.problem import RankingProblem
-from cvxrank.solvers import available_solvers, solve, solve_with_fallback
-from cvxrank.solvers.registry import SOLVERS, get_spec, max_iter_options
+from cvxrank.solvers import solve
+from cvxrank.solvers.registry import AUTO_PAIRFREE_PAIRS, SOLVERS, choose_solver, max_iter_options
 from cvxrank.variants import Variant
 
 __all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS", "tau_table"]
 
-#: ``solver="auto"`` uses a pair-free solver from this many pairs on (when one takes the variant).
-AUTO_PAIRFREE_PAIRS = 50_000
 #: The pair-free solvers, in the order ``solver="auto"`` tries them.
 PAIRFREE_SOLVERS = tuple(spec.name for spec in SOLVERS.values() if spec.pairfree)
 
@@ -66,36 +64,25 @@ class _PairwiseRanker(BaseRanker):
         if self.formulation not in FORMULATIONS + ("auto",):
             raise ValidationError(f"unknown formulation {self.formulation!r}; choose one of "
                                   f"{', '.join(FORMULATIONS + ('auto',))}")
-        if self.tol is not None and (isinstance(self.tol, bool) or not isinstance(self.tol, numbers.Real)
-                                     or not 0 < self.tol < 1):
-            raise ValidationError(f"tol must be None or a number in (0, 1), got {self.tol!r}")
-        if self.max_iter is not None and (not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
-            raise ValidationError(f"max_iter must be a positive integer or None, got {self.max_iter!r}")
+        check("tol", self.tol, Interval(0, 1, closed="neither", none=True))
+        check("max_iter", self.max_iter, Interval(1, None, integer=True, none=True))
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")
-        if not isinstance(self.score_k, numbers.Integral) or self.score_k < 1:
-            raise ValidationError(f"score_k must be a positive integer, got {self.score_k!r}")
+        check("score_k", self.score_k, POSITIVE_INT)
 
     def _variant(self) -> Variant:
         return Variant(loss=getattr(self, "loss", "hinge"), margin=getattr(self, "margin", None),
                        l1=getattr(self, "l1", 0.0), lower=getattr(self, "lower", None),
                        upper=getattr(self, "upper", None))
 
-    def _solver_name(self, data) -> str:
+    def _solver_name(self, problem: RankingProblem) -> str:
         solver = str(self.solver).lower()
-        if solver != "auto":
-            return solver
-        variant = self._variant()
-        if self.formulation == "auto" and int(count_pairs(data).sum()) >= AUTO_PAIRFREE_PAIRS:
-            for name in PAIRFREE_SOLVERS:  # the pair-free solver that takes this variant, if any
-                if name in available_solvers() and get_spec(name).accepts(variant):
-                    return name
-        return "clarabel"
+        return choose_solver(problem, self.formulation) if solver == "auto" else solver
 
     def _options(self, solver: str) -> dict:
-        if solver == "fallback":
-            return {}
         options = dict(self.solver_options or {})
+        if solver == "fallback":  # {solver: {option: value}}, read by the fallback policy of solve()
+            return options
         if self.max_iter is not None:
             options = {**max_iter_options(solver, self.max_iter), **options}
         return options
@@ -120,8 +107,8 @@ class _PairwiseRanker(BaseRanker):
         data = as_ranking_data(X, y, qid, estimator=self)
         lam = resolve_lam(self.lam, self.C)
         costs = Costs(*self._costs(data))
-        solver = self._solver_name(data)
         problem = RankingProblem(data, costs=costs, lam=lam, variant=self._variant())
+        solver = self._solver_name(problem)
         result = self._solve(problem, solver, self._options(solver))
         return self._set_fitted(result, data, lam, costs.tau)
 
@@ -131,11 +118,7 @@ class _PairwiseRanker(BaseRanker):
             return solve(problem, solver, tol=self.tol, **options)
         if self.formulation == "hinge" or solver == "gd":
             return solve(build_hinge(problem), solver, tol=self.tol, **options)
-        form = build(problem, formulation=self.formulation)
-        if solver == "fallback":  # FALLBACK_CHAIN in order; solver_options is {solver: {option: value}}
-            return solve_with_fallback(form, tol=1e-6 if self.tol is None else self.tol,
-                                       options=self.solver_options)
-        return solve(form, solver, tol=self.tol, **options)
+        return solve(build(problem, formulation=self.formulation), solver, tol=self.tol, **options)
 
     def _set_fitted(self, result, data, lam, table):
         self.coef_ = np.asarray(result.w, dtype=np.float64)
@@ -178,27 +161,27 @@ class _PairwiseRanker(BaseRanker):
         proto = clone(self).set_params(lam=lams[0], C=None)
         proto._check_params()
         data = as_ranking_data(X, y, qid, estimator=proto)
-        solver = proto._solver_name(data)
         costs = Costs(*proto._costs(data))
+        problem = RankingProblem(data, costs=costs, lam=lams[0], variant=proto._variant())
+        solver = proto._solver_name(problem)
         if solver in PAIRFREE_SOLVERS:
-            problem = RankingProblem(data, costs=costs, lam=lams[0], variant=proto._variant())
             options, models = proto._options(solver), []
             for v in lams:
                 result = proto._solve(problem.with_lam(v), solver, options)
-                options = {**options, "warm_start_w": result.w}
+                options = {**options, "warm_start": result.w}
                 models.append(clone(proto).set_params(lam=v)._set_fitted(result, data, v, costs.tau))
             return models
         if solver in NATIVE_SOLVERS or solver == "fallback" or not proto._variant().is_default:
             return [clone(proto).set_params(lam=v).fit(data) for v in lams]  # CVXPY paths: the papers' problem
         problem = RankingProblem(make_pairs(data), costs=costs, lam=lams[0])
-        path = solve_path(problem.pairs, lams=lams, weights=problem.weights, formulation=self.formulation,
+        path = solve_path(problem, lams=lams, formulation=self.formulation,
                           solver=solver, tol=self.tol, **proto._options(solver))
         return [clone(proto).set_params(lam=v)._set_fitted(r, data, v, costs.tau) for v, r in zip(lams, path)]
 
 
 _COMMON_DOC = """
     lam : float, optional
-        ``λ`` of the hinge form (9)/SIGIR (default 1 when ``C`` is not given either).
+        ``λ`` of the hinge form (9)/SIGIR (default 0.5, :data:`cvxrank.costs.DEFAULT_LAM`, when ``C`` is not given either).
     C : float, optional
         The QP cost of Ranking SVM (6)/ECML instead of ``lam``: ``λ = 1/(2C)``.
     loss, margin, l1, lower, upper : optional
@@ -415,12 +398,12 @@ class RankSVMIR(_PairwiseRanker):
                                                                 random_state=self.random_state)
         return table, (None if self.variant == "rank" else self.mu)
 
-    def _solver_name(self, data) -> str:
+    def _solver_name(self, problem: RankingProblem) -> str:
         if self.optimizer == "gd":
             if str(self.solver).lower() not in ("auto", "gd"):
                 raise ValidationError(f"optimizer='gd' runs the gd solver; solver={self.solver!r} contradicts it")
             return "gd"
-        return super()._solver_name(data)
+        return super()._solver_name(problem)
 
     def _options(self, solver: str) -> dict:
         options = super()._options(solver)

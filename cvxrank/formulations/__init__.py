@@ -63,7 +63,7 @@ def choose_formulation(pairs) -> str:
     return "lifted" if lifted_nnz <= dense_nnz else "primal"
 
 
-def build(problem, C=None, *, weights=None, lam=None, formulation: str = "auto",
+def build(problem, formulation: str = "auto", *, C=None, weights=None, lam=None,
           costs: str = "scale") -> Formulation:
     """Compile a ranking problem into a CVXPY formulation, by name.
 
@@ -94,10 +94,10 @@ def build(problem, C=None, *, weights=None, lam=None, formulation: str = "auto",
     >>> cr.build(problem, formulation="dual")
     Formulation(name='dual', equation='(18)-(19) Cao et al. 2006 = (10) Xu et al. 2006', n_pairs=179, n_features=5, parameters=['scale'])
     """
-    if formulation not in FORMULATIONS + ("auto",):
-        raise ValidationError(
-            f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS + ('auto',))}"
-        )
+    if not isinstance(formulation, str) or formulation not in FORMULATIONS + ("auto",):
+        what = repr(formulation) if isinstance(formulation, str) else f"a {type(formulation).__name__}"
+        raise ValidationError(f"unknown formulation {what}; choose one of {', '.join(FORMULATIONS + ('auto',))} "
+                              "(per-pair costs of a pair set go by keyword: C=, or weights= and lam=)")
     if costs not in COST_PARAMETRIZATIONS:
         raise ValidationError(f"unknown cost parametrization {costs!r}; choose one of {', '.join(COST_PARAMETRIZATIONS)}")
     if isinstance(problem, PairSet) and (weights is not None or lam is not None):
@@ -116,4 +116,4 @@ def build(problem, C=None, *, weights=None, lam=None, formulation: str = "auto",
         formulation = choose_formulation(problem)  # both primal forms state every variant
     builder = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}[formulation]
     as_problem(problem, C)[0].check_size("lifted" if formulation == "lifted" else "cvxpy")  # before CVXPY allocates
-    return builder(problem, C, costs=costs)
+    return builder(problem, C=C, costs=costs)

@@ -11,7 +11,7 @@ from cvxrank.pairs import PairSet
 __all__ = ["build_dual"]
 
 
-def build_dual(problem, C=None, *, costs: str = "scale") -> Formulation:
+def build_dual(problem, *, C=None, costs: str = "scale") -> Formulation:
     """Dual of the per-pair-cost QP, with box constraints.
 
     Problem (18)-(19) of Cao et al. (SIGIR 2006), (10) of Xu et al. (ECML 2006):

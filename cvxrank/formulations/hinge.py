@@ -13,7 +13,7 @@ from cvxrank.problem import RankingProblem
 __all__ = ["build_hinge"]
 
 
-def build_hinge(problem, weights=None, lam: float | None = None, *, costs: str = "scale") -> Formulation:
+def build_hinge(problem, *, weights=None, lam: float | None = None, costs: str = "scale") -> Formulation:
     """Weighted hinge-loss minimisation with an L2 regulariser.
 
     Problem (9) of Cao et al. (SIGIR 2006); (8) of Xu et al. (ECML 2006)

@@ -55,7 +55,7 @@ def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable, squared: bool = F
     return t, {"t": t}, [params["C"] @ loss <= t], params, None
 
 
-def build_primal(problem, C=None, *, costs: str = "scale") -> Formulation:
+def build_primal(problem, *, C=None, costs: str = "scale") -> Formulation:
     """Primal QP with one slack per pair and per-pair costs.
 
     Problem (14) of Cao et al. (SIGIR 2006), (9) of Xu et al. (ECML 2006);
@@ -109,7 +109,7 @@ def build_primal(problem, C=None, *, costs: str = "scale") -> Formulation:
     )
 
 
-def build_lifted_primal(problem, C=None, *, costs: str = "scale") -> Formulation:
+def build_lifted_primal(problem, *, C=None, costs: str = "scale") -> Formulation:
     """Primal QP (14) with ``D = P X`` kept factored through a score vector.
 
     .. math::

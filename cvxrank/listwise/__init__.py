@@ -1,7 +1,8 @@
 """Listwise learning to rank: ListMLE and cs-RgList (He et al., equation (3)).
 
-Solvers return a :class:`ListwiseResult` whose gradient certifies the
-solution (the problem is 1-strongly convex):
+``cvxrank.solve(ListwiseProblem(data, C=..., pcf=...), solver)`` solves it and returns a
+:class:`ListwiseResult` whose gradient certifies the solution (the problem is 1-strongly
+convex), with the backends:
 
 * :func:`solve_newton` — Newton's method with Cholesky steps (Steps 1-5 of
   the paper), vectorised over queries;
@@ -31,11 +32,13 @@ from cvxrank.listwise.loss import (
     query_losses,
 )
 from cvxrank.listwise.newton import solve_newton
+from cvxrank.listwise.problem import ListwiseProblem
 from cvxrank.listwise.result import ListwiseResult, certificate_bounds
 
 __all__ = [
     "EXP_CONE_SOLVERS",
     "ListwiseLayout",
+    "ListwiseProblem",
     "ListwiseProgram",
     "ListwiseResult",
     "build_listwise",

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import time
 from importlib import metadata
-from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 import scipy.linalg
 
 from cvxrank._optim import armijo_step
-from cvxrank.exceptions import SolverError, ValidationError
+from cvxrank.exceptions import SolverError
+from cvxrank._validation import check_max_iter, check_tol
 from cvxrank.listwise.loss import (
     _as_layout,
     _as_w,
@@ -49,16 +49,8 @@ def _version() -> str:
         return "unknown"
 
 
-def _check_tol(tol) -> float:
-    if isinstance(tol, bool) or not isinstance(tol, Real) or not np.isfinite(tol) or not 0 < tol < 1:
-        raise ValidationError(f"tol must be a number in (0, 1), got {tol!r}")
-    return float(tol)
-
-
 def _check_max_iter(max_iter) -> int:
-    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
-        raise ValidationError(f"max_iter (T of Step 1) must be a positive integer, got {max_iter!r}")
-    return int(max_iter)
+    return check_max_iter(max_iter, "max_iter (T of Step 1)")
 
 
 def _line_search(layout, w, d, f, g, C):
@@ -122,7 +114,7 @@ def solve_newton(data, *, C=1.0, pcf=None, tol: float = 1e-8, max_iter: int = 50
     """
     start = time.perf_counter()
     C = check_C(C)
-    tol = _check_tol(tol)
+    tol = check_tol(tol)
     max_iter = _check_max_iter(max_iter)
     layout = _as_layout(data, pcf)
     n = layout.n_features

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cvxrank.exceptions import InaccurateSolutionWarning
+from cvxrank.solution import judge_status
 
 __all__ = ["ListwiseResult", "certificate_bounds"]
 
@@ -45,14 +46,6 @@ def certificate_bounds(objective: float, gradient) -> dict:
     gap = 0.5 * g * g
     rel = gap / objective if objective > 0 else (0.0 if gap == 0 else np.inf)
     return {"grad_norm": g, "gap_bound": gap, "relative_gap_bound": float(rel), "lower_bound": objective - gap}
-
-
-def judge_status(relative_gap_bound: float, tol: float, solver_status: str) -> str:
-    """``"optimal"`` iff ``½‖∇f‖² / f ≤ tol`` (whatever the backend said); else ``"user_limit"`` when
-    the backend stopped at its iteration cap, ``"optimal_inaccurate"`` otherwise."""
-    if relative_gap_bound <= tol:
-        return "optimal"
-    return "user_limit" if solver_status == "user_limit" else "optimal_inaccurate"
 
 
 @dataclass(eq=False)

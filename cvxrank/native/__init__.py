@@ -16,15 +16,15 @@ module                     content
 :mod:`.bundle`             :class:`Bundle`: the inner QP over the simplex
 :mod:`.band`               the pairs near the margin, enumerated pair by pair
 :mod:`.newton`             the smoothed Newton phase (Huber hinge, exact dual bound)
-:mod:`.cutting_plane`      :func:`cutting_plane`, :func:`solve_pairfree`,
-                           :func:`solve_cutting_plane` (``solve(f, "cutting_plane")``)
+:mod:`.cutting_plane`      :func:`cutting_plane`, the algorithm on an oracle, and the
+                           backend of ``cvxrank.solve(problem, "cutting_plane")``
 :mod:`.dask`               :class:`DaskOracle`: the oracle over query shards
                            on a ``dask.distributed`` cluster (imported on demand)
 =========================  ====================================================
 
-This package imports nothing of :mod:`cvxrank.solvers` at import time (the
-solvers register :func:`solve_cutting_plane`; the result classes are imported
-inside the functions that build them).
+Problems reach these solvers through :func:`cvxrank.solve` only (``solve_pairfree`` and
+``solve_cutting_plane`` remain one release as deprecated aliases). This package imports
+nothing of :mod:`cvxrank.solvers` (the solvers register the backends).
 """
 
 from cvxrank.native.bundle import Bundle
@@ -54,6 +54,4 @@ __all__ = [
     "cost_table_from_pairs",
     "cutting_plane",
     "grade_counts",
-    "solve_cutting_plane",
-    "solve_pairfree",
 ]

@@ -34,17 +34,15 @@ improves ``F`` (up to 1, plain BMRM), ÷1.5 after one that does not (down to
 ``rho_min``). It changes where planes are taken, never the certificate.
 
 Newton phase (default, local oracle). The planes find a good ``w`` fast, but
-their lower bound creeps up: on the OHSUMED-sized instance the best ``F`` is
-within 1e-4 of the optimum after a few dozen planes while the model needs 90
-to 240 planes to certify 1e-6. Once the certified relative gap is below
+their lower bound creeps up: the best ``F`` is close to the optimum long before the
+model's bound certifies it. Once the certified relative gap is below
 ``newton_gap``, or at the first null step (a cut that does not lower ``F``: the
 planes' progress on ``w`` has stalled, their bound lags), whichever comes first,
 the solver switches to :func:`~cvxrank.native.newton.smoothed_newton`:
 Newton steps on the Huber-smoothed hinge with a shrinking width ``δ``, each
 certified by the exact pairwise dual ``α_i = c_i clip((1 - m_i)/δ, 0, 1)``
-(summed pair-free outside a narrow band of pairs near the margin). Measured
-with ``cvxrank bench native --instances floor`` (docs/native.md): certified
-1e-6 in 13 to 14 calls and evaluations instead of 87 to 238 planes, 6x to 44x faster.
+(summed pair-free outside a narrow band of pairs near the margin). Its calls and
+time against the planes alone: docs/native.md, "Floor passes" (``cvxrank bench native``).
 If that phase stalls, the planes go on from where they were.
 """
 
@@ -58,7 +56,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from cvxrank.costs import check_lam
+from cvxrank._validation import Interval, check
+from cvxrank.costs import DEFAULT_LAM, check_lam
 from cvxrank.data import RankingData
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
@@ -67,9 +66,9 @@ from cvxrank.native.kernels import check_kernel
 from cvxrank.native.oracle import PairFreeOracle, check_threads
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
-from cvxrank.solution import finish
+from cvxrank.solution import BackendReport, finish
 
-__all__ = ["CuttingPlaneRun", "blas_threads", "certifiable_gap", "cutting_plane", "solve_cutting_plane", "solve_pairfree"]
+__all__ = ["CuttingPlaneRun", "blas_threads", "certifiable_gap", "cutting_plane"]
 
 _EPS = np.finfo(np.float64).eps
 
@@ -155,10 +154,8 @@ class CuttingPlaneRun:
 def blas_threads(threads: int | None = 1):
     """A context that limits BLAS to ``threads`` threads (``0`` or None: leave it alone).
 
-    The oracle's two matrix-vector products per call are memory-bound: on the
-    2-core machine of the benchmarks a second thread gained nothing even at
-    1,000,000 x 136, and under load (other processes on the cores) OpenBLAS's
-    threads made small products up to 10 times slower.
+    The oracle's two matrix-vector products per call are memory-bound; threaded BLAS only adds
+    contention under load (docs/native.md, "The solver").
     """
     if not threads:
         return contextlib.nullcontext()
@@ -225,13 +222,9 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     max_iter = positive_int(max_iter, "max_iter")
     prune_after = positive_int(prune_after, "prune_after")
     stall_after = positive_int(stall_after, "stall_after")
-    for name, value in (("rho", rho), ("rho_min", rho_min)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-            raise ValidationError(f"{name} must be in (0, 1], got {value!r}")
-    rho = max(float(rho), float(rho_min))
-    if newton_gap is not None and (isinstance(newton_gap, bool) or not isinstance(newton_gap, (int, float))
-                                   or not 0 < newton_gap <= 1):
-        raise ValidationError(f"newton_gap must be None or in (0, 1], got {newton_gap!r}")
+    step = Interval(0, 1, closed="right")
+    rho = max(check("rho", rho, step), check("rho_min", rho_min, step))
+    check("newton_gap", newton_gap, step.or_none())
     floor = certifiable_gap(oracle.n_documents)
     if tol < floor:
         warnings.warn(
@@ -246,9 +239,9 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
 
 
 #: Most features for the Newton phase: each of its steps solves a dense ``n x n`` system and forms
-#: ``H`` from up to ``BAND_BUDGET`` band rows, ``O(n^3 + band n^2)``; at 2,000 features one solve took
-#: 0.12 s on one core (4,000: 0.76 s), about the time of an oracle call on a million documents. Above
-#: it (high-dimensional sparse data) the planes, ``O(nnz(X))`` per call, go on alone.
+#: ``H`` from up to ``BAND_BUDGET`` band rows, ``O(n^3 + band n^2)``, about the time of an oracle call
+#: on a million documents at this size (docs/native.md, "Newton phase"). Above it (high-dimensional
+#: sparse data) the planes, ``O(nnz(X))`` per call, go on alone.
 NEWTON_MAX_FEATURES = 2000
 
 
@@ -345,10 +338,12 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
 
 
 # -- SolveResult front ends ----------------------------------------------------
-def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, tol: float = 1e-6,
+def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = DEFAULT_LAM, tol: float = 1e-6,
                    max_iter: int = 10_000, time_limit: float | None = None, verbose: bool = False,
                    warm_start_w=None, client=None, **options):
-    """Solve the RSVM-IR hinge problem (9)/SIGIR without ever forming pairs.
+    """Deprecated: ``cvxrank.solve(RankingProblem(data, tau=tau, mu=mu, lam=lam), "cutting_plane")``.
+
+    Solves the RSVM-IR hinge problem (9)/SIGIR without ever forming pairs:
 
     .. math:: \\min_w \\sum_i \\tau_{k(i)} \\mu_{q(i)} [1 - \\langle w, d_i \\rangle]_+ + \\lambda \\|w\\|^2
 
@@ -369,7 +364,7 @@ def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, to
     mu : None, "balanced" or mapping, optional
         Per-query weight as for :func:`cvxrank.costs.pair_weights`;
         ``"balanced"`` is (10)/SIGIR, computed from grade counts.
-    lam : float, default 1.0
+    lam : float, default 0.5 (:data:`cvxrank.costs.DEFAULT_LAM`)
         ``λ`` of (9); the QP (14) has ``C_i = τμ / (2λ)``.
     tol : float, default 1e-6
         Certified relative duality gap at which to stop.
@@ -412,22 +407,30 @@ def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, to
     --------
     >>> from cvxrank.datasets import make_ranking
     >>> data = make_ranking(n_queries=5, n_features=3, random_state=0)
-    >>> res = solve_pairfree(data, mu="balanced", lam=0.1)
-    >>> res.status, res.formulation, res.relative_gap <= 1e-6
+    >>> res = solve_pairfree(data, mu="balanced", lam=0.1)  # doctest: +SKIP
+    >>> res.status, res.formulation, res.relative_gap <= 1e-6  # doctest: +SKIP
     ('optimal', 'pairfree', True)
     """
+    warnings.warn("solve_pairfree is deprecated: use cvxrank.solve(RankingProblem(data, tau=..., mu=..., lam=...), "
+                  "'cutting_plane', ...), the one door to every solver", DeprecationWarning, stacklevel=2)
     if not isinstance(data, RankingData):
         raise ValidationError(f"solve_pairfree takes RankingData, got {type(data).__name__}")
     problem = RankingProblem(data, tau=tau, mu=mu, lam=lam)
-    return solve_cutting_plane(problem, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
-                               warm_start_w=warm_start_w, client=client, **options)
+    return _solve(problem, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
+                  warm_start_w=warm_start_w, client=client, **options)
 
 
-def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 10_000,
-                        time_limit: float | None = None, warm_start_w=None, client=None, **options):
-    """Solve a :class:`~cvxrank.problem.RankingProblem` with the pair-free cutting-plane method.
+def solve_cutting_plane(problem, **options):
+    """Deprecated: ``cvxrank.solve(problem, "cutting_plane", **options)``."""
+    warnings.warn("solve_cutting_plane is deprecated: use cvxrank.solve(problem, 'cutting_plane', ...), the one door "
+                  "to every solver", DeprecationWarning, stacklevel=2)
+    return _solve(problem, **options)
 
-    ``solve(problem, "cutting_plane")`` calls this. A problem made from
+
+def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 10_000,
+           time_limit: float | None = None, warm_start_w=None, client=None, **options):
+    """The backend of ``solve(problem, "cutting_plane")``: the pair-free cutting-plane method.
+ A problem made from
     documents is solved without forming its pairs (the costs become a
     (query, grade pair) table, :func:`~cvxrank.native.costs.cost_table`); a
     problem on a pair set needs its weights to be one value per (query,
@@ -451,11 +454,23 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     ----------
     problem : RankingProblem
         (or a :class:`~cvxrank.formulations.Formulation`: its problem is solved).
-    tol, verbose, max_iter, time_limit, warm_start_w, client
-        As for :func:`solve_pairfree`.
+    tol : float
+        Certified relative duality gap at which to stop.
+    max_iter : int, default 10000
+        Iteration cap (one oracle call each); reaching it gives ``"user_limit"``.
+    time_limit : float, optional
+        Seconds: a safety net; reaching it gives ``"user_limit"``.
+    warm_start_w : array-like, optional
+        Starting point, e.g. the solution for a nearby ``λ``.
+    client : dask.distributed.Client, optional
+        Evaluate the oracle over query shards on this cluster
+        (:class:`cvxrank.native.dask.DaskOracle`); same numbers as locally.
     **options
-        Passed to :func:`cutting_plane` (``n_shards`` with ``client``; ``oracle_threads`` and
-        ``oracle_kernel`` without, as for :func:`solve_pairfree`).
+        Passed to :func:`cutting_plane` (``rho``, ``prune_after``, ``threads``: BLAS threads, ...),
+        plus ``n_shards`` with ``client`` and, without, ``oracle_threads`` (the ``threads`` of
+        :class:`~cvxrank.native.oracle.PairFreeOracle`: 1 by default, None automatic) and
+        ``oracle_kernel`` (``"auto"``: the compiled sweeps when built; ``"numpy"``; ``"compiled"``;
+        the same results either way).
 
     Raises
     ------
@@ -511,13 +526,13 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     with context:
         if run.status == "float_limit":
             warnings.simplefilter("ignore", InaccurateSolutionWarning)  # warned when the solve started
-        return finish(
-            problem, run.w, formulation="pairfree", scale="L", alphas=alphas, lower_bound=run.lower_bound,
-            objective_L=run.objective, backend_status=backend, solver="cutting_plane", version=__version__,
-            tol=tol, iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
+        report = BackendReport(
+            solver="cutting_plane", version=__version__, formulation="pairfree", scale="L", status=backend,
+            alphas=tuple(alphas), lower_bound=run.lower_bound, objective_L=run.objective,
+            dual_residual=float(resid), iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
             extras={"oracle_calls": run.oracle_calls, "pairfree_relative_gap": run.relative_gap,
                     "certifiable_gap": run.floor, "solver_status": run.status, "n_pairs": oracle.n_pairs,
-                    "n_documents": oracle.n_documents, "planes": int(np.count_nonzero(run.beta[1:])),
-                    "dual_residual": float(resid)},
+                    "n_documents": oracle.n_documents, "planes": int(np.count_nonzero(run.beta[1:]))},
             history=run.history,
         )
+        return finish(problem, run.w, report, tol)

@@ -19,7 +19,7 @@ Examples
 --------
 >>> from distributed import Client, LocalCluster                  # doctest: +SKIP
 >>> client = Client(LocalCluster(n_workers=2, processes=False))     # doctest: +SKIP
->>> res = solve_pairfree(data, mu="balanced", lam=0.1, client=client)  # doctest: +SKIP
+>>> res = cr.solve(cr.RankingProblem(data, mu="balanced", lam=0.1), "cutting_plane", client=client)  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -40,14 +40,15 @@ import pandas as pd
 import scipy.sparse.linalg as spla
 
 from cvxrank._optim import MIN_STEP, armijo_step
+from cvxrank._validation import Interval, check
 from cvxrank.costs import check_lam
-from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
+from cvxrank.exceptions import InaccurateSolutionWarning
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.cutting_plane import blas_threads, certifiable_gap
 from cvxrank.native.variant_oracle import VariantOracle
-from cvxrank.solution import finish
+from cvxrank.solution import BackendReport, finish
 
-__all__ = ["NewtonRun", "solve_truncated_newton", "squared_hinge_bound", "truncated_newton"]
+__all__ = ["NewtonRun", "squared_hinge_bound", "truncated_newton"]
 
 
 @dataclass
@@ -140,8 +141,7 @@ def truncated_newton(oracle: VariantOracle, lam: float, *, tol: float = 1e-6, ma
     max_iter = positive_int(max_iter, "max_iter")
     cg_max_iter = positive_int(cg_max_iter, "cg_max_iter")
     stall_after = positive_int(stall_after, "stall_after")
-    if isinstance(forcing, bool) or not isinstance(forcing, (int, float)) or not 0 < forcing < 1:
-        raise ValidationError(f"forcing must be in (0, 1), got {forcing!r}")
+    check("forcing", forcing, Interval(0, 1, closed="neither"))
     w = check_common(tol, time_limit, warm_start_w, oracle.n_features)
     floor = certifiable_gap(oracle.n_documents)
     if tol < floor:
@@ -240,9 +240,16 @@ def _line_search(oracle, lam, w, s, d, F, slope):
     return step, evaluations
 
 
-def solve_truncated_newton(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 200,
-                           time_limit: float | None = None, warm_start_w=None, **options):
-    """Solve a squared-hinge :class:`~cvxrank.problem.RankingProblem` pair-free (``solve(p, "truncated_newton")``).
+def solve_truncated_newton(problem, **options):
+    """Deprecated: ``cvxrank.solve(problem, "truncated_newton", **options)``."""
+    warnings.warn("solve_truncated_newton is deprecated: use cvxrank.solve(problem, 'truncated_newton', ...), the "
+                  "one door to every solver", DeprecationWarning, stacklevel=2)
+    return _solve(problem, **options)
+
+
+def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 200,
+           time_limit: float | None = None, warm_start_w=None, **options):
+    """The backend of ``solve(problem, "truncated_newton")``: a squared-hinge problem solved pair-free.
 
     The problem's variant must have ``loss="squared_hinge"`` and margin None (1),
     ``"grade_difference"`` or ``"gain_difference"``, with no ℓ1 term, bounds or constraints;
@@ -282,13 +289,13 @@ def _finish(problem, run, oracle, setup, tol):
     from cvxrank import __version__
 
     backend = {"optimal": "optimal", "user_limit": "user_limit"}.get(run.status, "optimal_inaccurate")
-    return finish(
-        problem, run.w, formulation="pairfree", scale="L", lower_bound=run.lower_bound, objective_L=run.objective,
-        backend_status=backend, solver="truncated_newton", version=__version__, tol=tol,
+    report = BackendReport(
+        solver="truncated_newton", version=__version__, formulation="pairfree", scale="L", status=backend,
+        lower_bound=run.lower_bound, bound_name="squared-hinge dual bound (pair-free)", objective_L=run.objective,
         iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
-        bound_name="squared-hinge dual bound (pair-free)",
         extras={"oracle_calls": run.oracle_calls, "cg_iterations": run.cg_iterations,
                 "pairfree_relative_gap": run.relative_gap, "certifiable_gap": run.floor,
                 "solver_status": run.status, "n_pairs": oracle.n_pairs, "n_documents": oracle.n_documents},
         history=run.history,
     )
+    return finish(problem, run.w, report, tol)

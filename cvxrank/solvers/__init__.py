@@ -25,89 +25,204 @@ name               kind        method
                                (:mod:`cvxrank.native.truncated_newton`)
 =================  ==========  ==================================================
 
-Any other QP-capable solver CVXPY has installed (``piqp``, ``proxqp``,
-``gurobi``, ``mosek``, ...) works too; :func:`available_solvers` lists them.
+The other QP solvers of the registry (``piqp``, ``proxqp``, ``qoco``, ``daqp``,
+``cvxopt``, ``gurobi``, ``mosek``) work when CVXPY has them installed;
+:func:`available_solvers` lists what this machine has. Two policies stand in
+for a name: ``"auto"`` (:func:`~cvxrank.solvers.registry.choose_solver`) and
+``"fallback"`` (:data:`FALLBACK_CHAIN`, the first certified solution).
 """
 
 from __future__ import annotations
 
-from cvxrank.certificate import Certificate, certify, reduced_dual
+import inspect
+
+import numpy as np
+
+from cvxrank._validation import check_names, check_tol
+from cvxrank.certificate import certify, reduced_dual
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.formulations import Formulation, build
-from cvxrank.native.cutting_plane import solve_cutting_plane
-from cvxrank.native.truncated_newton import solve_truncated_newton
+from cvxrank.native.cutting_plane import _solve as _cutting_plane
+from cvxrank.native.cutting_plane import cutting_plane
+from cvxrank.native.truncated_newton import _solve as _truncated_newton
+from cvxrank.native.truncated_newton import truncated_newton
 from cvxrank.problem import RankingProblem
-from cvxrank.solution import SolveResult
+from cvxrank.solution import Certificate, SolveResult
 from cvxrank.solvers.cvxpy_backend import installed_cvxpy_solvers, solve_cvxpy
-from cvxrank.solvers.fallback import FALLBACK_CHAIN, solve_with_fallback
-from cvxrank.solvers.gd import solve_gd
-from cvxrank.solvers.registry import SOLVERS, SolverSpec, get_spec
-from cvxrank.solvers.subgradient import solve_subgradient
+from cvxrank.solvers.fallback import FALLBACK_CHAIN, run_chain, solve_with_fallback
+from cvxrank.solvers.gd import _solve as _gd
+from cvxrank.solvers.registry import (
+    POLICIES,
+    SOLVERS,
+    SolverSpec,
+    choose_solver,
+    get_spec,
+)
+from cvxrank.solvers.subgradient import _solve as _subgradient
 
 __all__ = [
     "FALLBACK_CHAIN",
     "NATIVE_SOLVERS",
+    "POLICIES",
     "SOLVERS",
     "Certificate",
     "SolveResult",
     "SolverSpec",
     "available_solvers",
     "certify",
+    "choose_solver",
     "get_spec",
     "reduced_dual",
     "solve",
-    "solve_with_fallback",
+    "solver_options",
 ]
 
-#: Native solvers: name -> function(problem, *, tol, verbose, **options).
-NATIVE_SOLVERS = {"subgradient": solve_subgradient, "gd": solve_gd, "cutting_plane": solve_cutting_plane,
-                  "truncated_newton": solve_truncated_newton}
+#: Native solvers: name -> backend ``(problem, *, tol, verbose, **options) -> SolveResult``.
+NATIVE_SOLVERS = {"subgradient": _subgradient, "gd": _gd, "cutting_plane": _cutting_plane,
+                  "truncated_newton": _truncated_newton}
+
+#: The algorithm each pair-free backend hands its remaining options to.
+_INNER = {"cutting_plane": cutting_plane, "truncated_newton": truncated_newton}
+
+#: Keywords ``solve`` itself fills in; never options of the user's.
+_RESERVED = {"problem", "tol", "verbose", "formulation", "self", "oracle", "lam", "keep_points"}
 
 
-def available_solvers() -> list[str]:
-    """Names ``solve`` accepts on this machine: installed CVXPY solvers, then native ones."""
-    return installed_cvxpy_solvers() + list(NATIVE_SOLVERS)
+def available_solvers(kind: str | None = "pairwise") -> list[str]:
+    """Names ``solve`` accepts on this machine for problems of ``kind``: installed CVXPY solvers, then native ones.
+
+    ``kind`` is ``"pairwise"`` (a :class:`~cvxrank.problem.RankingProblem`, the default),
+    ``"listwise"`` (a :class:`~cvxrank.listwise.problem.ListwiseProblem`) or None (every solver).
+    """
+    names = installed_cvxpy_solvers() + [s.name for s in SOLVERS.values() if s.kind == "native"]
+    return [n for n in names if kind is None or SOLVERS[n].solves(kind)]
 
 
-def solve(problem, solver: str = "clarabel", *, tol: float | None = None, formulation: str = "auto",
-          warm_start: bool = False, verbose: bool = False, **options) -> SolveResult:
-    """Solve a ranking problem and certify the solution.
+def solver_options(solver: str) -> frozenset | None:
+    """The option names ``solve(problem, solver, **options)`` takes (None: passed untouched).
+
+    Native solvers: the keyword arguments of their backend (and, for the pair-free ones, of the
+    algorithm it runs); CVXPY solvers: their settings as the registry lists them
+    (:attr:`SolverSpec.options`), None for a solver the registry lists no settings for.
+    """
+    spec = get_spec(solver)
+    if spec.kind != "native" or spec.name not in NATIVE_SOLVERS:
+        return spec.options
+    names = set()
+    for fn in (NATIVE_SOLVERS[spec.name], _INNER.get(spec.name)):
+        if fn is not None:
+            names |= {p.name for p in inspect.signature(fn).parameters.values()
+                      if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    if spec.name == "cutting_plane":  # read by the backend from **options
+        names |= {"n_shards", "oracle_threads", "oracle_kernel"}
+    return frozenset(names - _RESERVED)
+
+
+def _solve_listwise(problem, solver, tol, warm_start, verbose, options):
+    """``solve`` for the listwise problem (3): Newton (the default of ``"auto"``) or an exponential-cone solver."""
+    name = "newton" if str(solver).lower() == "auto" else str(solver).lower()
+    spec = get_spec(name)
+    able = available_solvers("listwise")
+    if not spec.solves("listwise"):
+        raise SolverNotAvailableError(f"{spec.name} does not solve the listwise problem (3); solvers that can: "
+                                      f"{', '.join(able)}")
+    if not spec.installed():
+        raise SolverNotAvailableError(f"{spec.name} is supported but not installed (pip install {spec.package}); "
+                                      f"installed: {', '.join(able)}")
+    tol = spec.default_tol if tol is None else check_tol(tol)
+    valid = solver_options(spec.name)
+    if valid is not None:
+        check_names(options, valid, f"the solver {spec.name!r}")
+    if spec.kind == "native":
+        if warm_start is True:
+            raise ValidationError(f"warm_start for {spec.name} is a starting w (an array of n_features numbers)")
+        start = None if warm_start is None or warm_start is False else np.asarray(warm_start, dtype=np.float64)
+    else:
+        if warm_start not in (None, False, True):
+            raise ValidationError(f"warm_start for the CVXPY solver {spec.name!r} is True or False")
+        start = bool(warm_start)
+    return problem.solve_with(spec.name, tol=tol, verbose=verbose, warm_start=start, **options)
+
+
+def _start_options(spec: SolverSpec, warm_start) -> tuple[bool, dict]:
+    """``warm_start`` as the solver's own start: ``(CVXPY's warm_start flag, options)``."""
+    if warm_start is None or warm_start is False:
+        return False, {}
+    if spec.kind == "cvxpy":
+        if warm_start is True:
+            return True, {}
+        raise ValidationError(f"warm_start for the CVXPY solver {spec.name!r} is True or False (a re-solve of a "
+                              "compiled Formulation starts from its last solution); a starting w is for the "
+                              "native solvers that take one: " + ", ".join(
+                                  s.name for s in SOLVERS.values() if s.start_option))
+    if spec.start_option is None:
+        raise ValidationError(f"{spec.name} takes no starting point; warm_start is for "
+                              + ", ".join(s.name for s in SOLVERS.values() if s.start_option)
+                              + " (a w) and the CVXPY solvers (True)")
+    if warm_start is True:
+        raise ValidationError(f"warm_start for {spec.name} is a starting w (an array of n_features numbers), "
+                              "e.g. the solution for a nearby lambda")
+    return False, {spec.start_option: np.asarray(warm_start, dtype=np.float64)}
+
+
+def solve(problem, solver: str = "auto", *, tol: float | None = None, formulation: str = "auto",
+          warm_start=None, verbose: bool = False, **options) -> SolveResult:
+    """Solve a ranking problem with any solver and certify the solution: the one door.
+
+    Every solver of cvxrank, CVXPY's and the native ones, is reached here and nowhere else, and
+    every one returns a :class:`~cvxrank.solution.SolveResult` with its objective ``L(w)`` of (9)
+    (one scale whatever was solved) and its :class:`~cvxrank.solution.Certificate`.
 
     Parameters
     ----------
-    problem : RankingProblem or Formulation
-        The problem (pairs, costs, ``λ``), or a formulation compiled from one
-        (:func:`cvxrank.build`). A CVXPY solver given a problem compiles it
-        with ``formulation``; a native solver reads the problem directly.
-    solver : str, default "clarabel"
-        A name from :func:`available_solvers` (case-insensitive).
+    problem : RankingProblem, Formulation or ListwiseProblem
+        The problem (documents or pairs, one :class:`~cvxrank.costs.Costs`, ``λ``, a
+        :class:`~cvxrank.variants.Variant`), or a formulation compiled from one
+        (:func:`cvxrank.build`). A CVXPY solver given a problem compiles it with
+        ``formulation``; a native solver reads the problem directly. The listwise
+        problem (3) (:class:`~cvxrank.listwise.problem.ListwiseProblem`) goes to
+        ``"newton"`` (the ``"auto"`` choice) or an exponential-cone solver
+        (``clarabel``, ``ecos``, ``scs``), and comes back as a
+        :class:`~cvxrank.listwise.result.ListwiseResult` (same status rule, certified
+        by the gradient of the 1-strongly convex objective).
+    solver : str or sequence of str, default "auto"
+        A name from :func:`available_solvers` (case-insensitive), a chain of names (tried in
+        order, the first certified solution is returned), or a policy:
+        ``"auto"`` (:func:`~cvxrank.solvers.registry.choose_solver`: the pair-free native
+        solver for problems of 50,000 pairs or more given as documents, else ``clarabel``) or
+        ``"fallback"`` (the solvers of :data:`FALLBACK_CHAIN` in order, the first certified
+        solution; ``options`` then maps solver names to their options).
     tol : float, optional
-        Relative duality-gap tolerance: a solution is reported ``"optimal"``
-        only if its certified relative gap is at most ``tol``; native solvers
-        stop there. Default: the solver's own (:attr:`SolverSpec.default_tol`:
-        1e-6, and 1e-4 for the pure ``subgradient`` method).
+        Relative duality-gap tolerance in (0, 1): a solution is ``"optimal"`` only if its
+        certified relative gap is at most ``tol``; native solvers stop there. Default: the
+        solver's own (:attr:`SolverSpec.default_tol`: 1e-6, and 1e-4 for ``subgradient``).
     formulation : str, default "auto"
-        With a problem and a CVXPY solver: which formulation to compile
-        (:func:`cvxrank.build`). Ignored for a Formulation and native solvers.
-    warm_start : bool, default False
-        Passed to CVXPY (re-solves after a parameter change start from the
-        previous solution where the solver supports it).
+        With a problem and a CVXPY solver: which formulation to compile (:func:`cvxrank.build`).
+        Ignored for a Formulation and for native solvers.
+    warm_start : bool or array-like, optional
+        The solver's own start: ``True`` for a CVXPY solver re-solving a compiled Formulation
+        after a parameter change; a starting ``w`` for the native solvers that take one
+        (``cutting_plane``, ``truncated_newton``). Refused where the solver has no such start.
     verbose : bool, default False
     **options
-        Passed to the solver untouched (CVXPY solvers: the solver's own option
-        names, over the registry's defaults; native solvers: ``max_iter`` and
-        the others their docstrings list).
+        The solver's own options, checked by name (:func:`solver_options`): CVXPY solvers'
+        settings (over the registry's defaults, e.g. ``max_iter`` for OSQP, ``max_iters`` for
+        ECOS), native solvers' keyword arguments (``max_iter``, ``time_limit``, ...).
 
     Returns
     -------
     SolveResult
-        With ``L`` and ``M``, the certified gap on each scale and the distance
-        bound ``‖w − w*‖ ≤ sqrt(2 gap_M)``.
+        ``objective`` is ``L(w)``; ``qp_objective`` is ``M(w)``; the certificate's gap on both
+        scales and the distance bound ``‖w − w*‖ ≤ sqrt(2 gap_M)``.
 
     Raises
     ------
     SolverNotAvailableError
-        For an unknown or uninstalled solver; the message lists the installed ones.
+        For an unknown or uninstalled solver (the message lists the installed ones), or one
+        that does not solve the problem's variant (the message names the solvers that do).
+    ValidationError
+        For a ``tol`` outside (0, 1), an option the solver does not take (the message lists
+        the valid ones) or a ``warm_start`` it cannot use.
     SolverError
         When the solver fails; the message suggests another.
 
@@ -118,32 +233,61 @@ def solve(problem, solver: str = "clarabel", *, tol: float | None = None, formul
     >>> a, b = cr.solve(problem, "clarabel"), cr.solve(problem, "cutting_plane")
     >>> a.status, b.status, bool(abs(a.w - b.w).max() <= a.distance_bound + b.distance_bound)
     ('optimal', 'optimal', True)
+    >>> bool(abs(a.objective - b.objective) <= max(a.gap_L, b.gap_L))  # one scale: L(w) of (9)
+    True
     """
+    if getattr(problem, "kind", None) == "listwise":
+        return _solve_listwise(problem, solver, tol, warm_start, verbose, options)
     if isinstance(problem, Formulation):
         form, ranking = problem, problem.ranking
     elif isinstance(problem, RankingProblem):
         form, ranking = None, problem
     else:
-        raise ValidationError(f"solve takes a RankingProblem or a Formulation, got {type(problem).__name__}")
-    spec = get_spec(solver)
-    if tol is None:
-        tol = spec.default_tol
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0 < tol < 1):
-        raise ValidationError(f"tol must be a number in (0, 1), got {tol!r}")
+        raise ValidationError(f"solve takes a RankingProblem, a Formulation or a ListwiseProblem, got "
+                              f"{type(problem).__name__}")
+    chain = solver if isinstance(solver, (list, tuple)) else FALLBACK_CHAIN if str(solver).lower() == "fallback" else None
+    if chain is not None:
+        if warm_start not in (None, False, True):
+            raise ValidationError("warm_start with a chain of solvers is True or False")
+        check_names(options, SOLVERS, "a chain of solvers (its options are one dict per solver name)")
+        for each, given in options.items():
+            valid = solver_options(each)
+            if not isinstance(given, dict):
+                raise ValidationError(f"the options of {each!r} in a chain are a dict, got {type(given).__name__}")
+            if valid is not None:
+                check_names(given, valid, f"the solver {each!r}")
+        target = form if form is not None else build(ranking, formulation=formulation)
+        return run_chain(target, chain, tol=1e-6 if tol is None else check_tol(tol), options=options,
+                         warm_start=bool(warm_start), verbose=verbose)
+    name = str(solver).lower()
+    if name == "auto":
+        name = "clarabel" if form is not None else choose_solver(ranking, formulation)
+    spec = get_spec(name)
+    if not spec.solves("pairwise"):
+        raise SolverNotAvailableError(f"{spec.name} solves {' and '.join(spec.problems)} problems, not a pairwise "
+                                      f"ranking problem; solvers that can: {', '.join(available_solvers())}")
+    tol = spec.default_tol if tol is None else check_tol(tol)
+    valid = solver_options(spec.name)
+    if valid is not None:
+        check_names(options, valid, f"the solver {spec.name!r}")
+    cvxpy_warm, start = _start_options(spec, warm_start)
+    options = {**options, **start}
     if not spec.accepts(ranking.variant):
-        able = [name for name in available_solvers() if get_spec(name).accepts(ranking.variant)]
-        what = "the papers' problem (hinge loss)" if ranking.variant.is_default else f"the variant {ranking.variant!r}"
+        able = [s for s in available_solvers() if get_spec(s).accepts(ranking.variant)]
+        blocking = [] if ranking.variant.loss in spec.losses else [f"loss={ranking.variant.loss!r}"]
+        if spec.extensions is not None:
+            blocking += sorted(ranking.variant.extensions - spec.extensions)
+        what = ("the papers' problem (hinge loss)" if ranking.variant.is_default
+                else f"the variant: it does not take {', '.join(blocking)}")
         raise SolverNotAvailableError(f"the solver {spec.name!r} does not solve {what}; solvers that can: "
                                       f"{', '.join(able)}")
     if spec.kind == "native":  # before the solver allocates (a CVXPY formulation is checked when built)
         ranking.check_size("pairfree" if spec.pairfree else "native")
-    else:
-        ranking.check_size("lifted" if (form.name if form is not None else formulation) == "lifted" else "cvxpy")
-    if spec.kind == "native":
-        name = form.name if form is not None else ("pairfree" if spec.pairfree else "hinge")
         if spec.pairfree:
             return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, **options)
+        name = form.name if form is not None else "hinge"
         return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, formulation=name, **options)
+    ranking.check_size("lifted" if (form.name if form is not None else formulation) == "lifted" else "cvxpy")
     if not spec.installed():
         raise SolverNotAvailableError(
             f"{spec.name} is supported but not installed (pip install {spec.package}); "
@@ -151,4 +295,4 @@ def solve(problem, solver: str = "clarabel", *, tol: float | None = None, formul
         )
     if form is None:
         form = build(ranking, formulation=formulation)
-    return solve_cvxpy(form, spec.name, tol=tol, warm_start=warm_start, verbose=verbose, **options)
+    return solve_cvxpy(form, spec.name, tol=tol, warm_start=cvxpy_warm, verbose=verbose, **options)

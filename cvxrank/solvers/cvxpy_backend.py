@@ -11,7 +11,7 @@ import numpy as np
 
 from cvxrank.exceptions import SolverError
 from cvxrank.formulations import Formulation
-from cvxrank.solution import finish, infeasible
+from cvxrank.solution import BackendReport, finish, infeasible
 from cvxrank.solvers.registry import SOLVERS
 
 __all__ = ["installed_cvxpy_names", "installed_cvxpy_solvers", "solve_cvxpy"]
@@ -112,9 +112,10 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     wall = time.perf_counter() - start
     status = problem.status
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE) and formulation.user_constraints:
-        return infeasible(formulation.ranking, formulation=formulation.name, scale=formulation.scale, solver=solver,
-                          version=_version(package), tol=tol, solver_status=status,
-                          setup_time=problem.compilation_time or 0.0, solve_time=wall)
+        report = BackendReport(solver=solver, version=_version(package), formulation=formulation.name,
+                               scale=formulation.scale, status=status, setup_time=problem.compilation_time or 0.0,
+                               solve_time=wall)
+        return infeasible(formulation.ranking, report, tol)
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE, cp.USER_LIMIT):
         others = [s for s in installed_cvxpy_solvers() if s != solver]
         raise SolverError(
@@ -131,9 +132,10 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
         alpha = alpha * to_M
     affine = _affine_duals(formulation, to_M)
     extras = {"solver_stats": stats, "options": merged, "wall_time": wall}
-    return finish(
-        formulation.ranking, w, formulation=formulation.name, scale=formulation.scale, alphas=[alpha], affine=affine,
-        backend_status=status, solver=solver, version=_version(package),
-        tol=tol, iterations=stats.num_iters, setup_time=setup, solve_time=solve_time,
-        solver_objective=problem.value, primal_residual=_primal_residual(problem), extras=extras,
+    report = BackendReport(
+        solver=solver, version=_version(package), formulation=formulation.name, scale=formulation.scale,
+        status=status, alphas=(alpha,), affine=tuple(affine), iterations=stats.num_iters, setup_time=setup,
+        solve_time=solve_time, solver_objective=problem.value, primal_residual=_primal_residual(problem),
+        extras=extras,
     )
+    return finish(formulation.ranking, w, report, tol)

@@ -4,9 +4,9 @@ A solver can return a wrong answer that looks right: ADMM solvers lose
 accuracy, or report a wrong objective or status, when the objective is
 scaled by a large factor (CVXPY issue #1489), which is exactly what the
 ``C = 1/(2λ)`` of a small ``λ`` does (OSQP then calls the primal QP
-"unbounded"; measured at ``λ ≤ 1e-4``). cvxrank's certificate catches this
+"unbounded" at ``λ ≤ 1e-4``, docs/reliability.md). cvxrank's certificate catches this
 (:func:`cvxrank.solvers.certify`: the duality gap recomputed from ``w``), and
-:func:`solve_with_fallback` acts on it: it tries the solvers of a chain in
+``cvxrank.solve(problem, "fallback")`` acts on it (:func:`run_chain`): it tries the solvers of a chain in
 order and returns the first solution whose status is ``"optimal"``, that is,
 whose certified relative gap is within ``tol``.
 
@@ -34,9 +34,9 @@ from cvxrank.exceptions import (
 from cvxrank.solution import SolveResult
 from cvxrank.solvers.registry import SOLVERS, fallback_chain
 
-__all__ = ["FALLBACK_CHAIN", "solve_with_fallback"]
+__all__ = ["FALLBACK_CHAIN", "run_chain", "solve_with_fallback"]
 
-#: The documented default order of :func:`solve_with_fallback`, read off the solver registry
+#: The documented default order of ``solve(problem, "fallback")``, read off the solver registry
 #: (:data:`cvxrank.solvers.registry.SOLVERS`, field ``fallback``).
 FALLBACK_CHAIN = fallback_chain()
 
@@ -54,7 +54,7 @@ def _chain(solvers) -> list[str]:
     else:
         names = list(solvers)
     if not names:
-        raise SolverNotAvailableError("solve_with_fallback needs at least one solver")
+        raise SolverNotAvailableError("a chain of solvers needs at least one solver")
     out = []
     for name in (str(s).lower() for s in names):
         if name not in out:
@@ -65,7 +65,19 @@ def _chain(solvers) -> list[str]:
 def solve_with_fallback(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6,
                         options: dict | None = None, warm_start: bool = False,
                         verbose: bool = False) -> SolveResult:
+    """Deprecated: ``cvxrank.solve(problem, "fallback")`` or ``cvxrank.solve(problem, [name, ...])``."""
+    warnings.warn("solve_with_fallback is deprecated: use cvxrank.solve(problem, 'fallback') or "
+                  "cvxrank.solve(problem, [solver, ...]), the one door to every solver", DeprecationWarning,
+                  stacklevel=2)
+    return run_chain(problem, solvers, tol=tol, options=options, warm_start=warm_start, verbose=verbose)
+
+
+def run_chain(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6, options: dict | None = None,
+              warm_start: bool = False, verbose: bool = False) -> SolveResult:
     """Solve with the first solver of a chain whose solution passes the certificate.
+
+    What ``cvxrank.solve(problem, "fallback")`` (the default chain) and
+    ``cvxrank.solve(problem, [name, ...])`` run.
 
     Each solver runs through :func:`cvxrank.solve`. A solver that raises a
     cvxrank error (:class:`~cvxrank.exceptions.SolverError`, or a
@@ -107,9 +119,9 @@ def solve_with_fallback(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6,
 
     Examples
     --------
-    >>> from cvxrank import build, make_pairs, make_ranking
-    >>> pairs = make_pairs(make_ranking(n_queries=3, random_state=0))
-    >>> result = solve_with_fallback(build(pairs, C=1.0), ["osqp", "clarabel"])
+    >>> from cvxrank import RankingProblem, make_ranking, solve
+    >>> problem = RankingProblem(make_ranking(n_queries=3, random_state=0))
+    >>> result = solve(problem, ["osqp", "clarabel"])
     >>> result.status, [a["solver"] for a in result.extras["attempts"]][0]
     ('optimal', 'osqp')
     """

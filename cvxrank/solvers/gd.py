@@ -24,17 +24,17 @@ import numpy as np
 import pandas as pd
 
 from cvxrank import __version__
+from cvxrank._validation import check_max_iter
 from cvxrank.certificate import certify
 from cvxrank.exceptions import ValidationError
 from cvxrank.objectives import qp_objective
 from cvxrank.problem import RankingProblem
-from cvxrank.solution import finish
-from cvxrank.solvers.subgradient import _check_iter
+from cvxrank.solution import BackendReport, finish
 
-__all__ = ["solve_gd"]
+__all__: list[str] = []  # the backend of solve(problem, "gd"); nothing public
 
 
-def solve_gd(problem: RankingProblem, *, tol: float = 1e-6, max_iter: int = 5_000,
+def _solve(problem: RankingProblem, *, tol: float = 1e-6, max_iter: int = 5_000,
              learning_rate: float | None = None, check_every: int = 100, verbose: bool = False,
              formulation: str = "hinge"):
     """Run Fig. 3's gradient descent with a fixed learning rate.
@@ -56,8 +56,8 @@ def solve_gd(problem: RankingProblem, *, tol: float = 1e-6, max_iter: int = 5_00
     formulation : str, default "hinge"
         Name recorded in the result.
     """
-    max_iter = _check_iter(max_iter)
-    check_every = _check_iter(check_every, "check_every")
+    max_iter = check_max_iter(max_iter)
+    check_every = check_max_iter(check_every, "check_every")
     pairs, weights, lam = problem.pairs, problem.weights, problem.lam
     C = problem.C
     eta = 1.0 / (200.0 * lam) if learning_rate is None else float(learning_rate)
@@ -82,8 +82,9 @@ def solve_gd(problem: RankingProblem, *, tol: float = 1e-6, max_iter: int = 5_00
             converged = True
             break
     elapsed = time.perf_counter() - start
-    return finish(
-        problem, w, formulation=formulation, scale="L", alphas=[] if cert is None else [cert.alpha],
-        backend_status="optimal" if converged else "user_limit", solver="gd", version=__version__, tol=tol,
+    report = BackendReport(
+        solver="gd", version=__version__, formulation=formulation, scale="L",
+        status="optimal" if converged else "user_limit", alphas=() if cert is None else (cert.alpha,),
         iterations=k, solve_time=elapsed, history=pd.DataFrame(history), extras={"learning_rate": eta},
     )
+    return finish(problem, w, report, tol)

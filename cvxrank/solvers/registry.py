@@ -15,7 +15,8 @@ from importlib import metadata
 
 from cvxrank.exceptions import SolverNotAvailableError
 
-__all__ = ["SOLVERS", "SolverSpec", "fallback_chain", "get_spec", "max_iter_options", "time_limit_options"]
+__all__ = ["AUTO_PAIRFREE_PAIRS", "POLICIES", "SOLVERS", "SolverSpec", "choose_solver", "fallback_chain", "get_spec",
+           "max_iter_options", "time_limit_options"]
 
 
 def _osqp_polish_option() -> str:
@@ -76,10 +77,22 @@ class SolverSpec:
     extensions : frozenset or None
         The :attr:`~cvxrank.variants.Variant.extensions` it takes (None: all of them, the CVXPY
         solvers, which read the compiled problem).
+    problems : tuple of str
+        The problems it solves: ``"pairwise"`` (:class:`~cvxrank.problem.RankingProblem`) and/or
+        ``"listwise"`` (:class:`~cvxrank.listwise.problem.ListwiseProblem`, the exponential cone).
+    options : frozenset or None
+        The option names :func:`cvxrank.solve` passes to a CVXPY solver (its own settings, checked
+        before the solve; None: not known to cvxrank, passed untouched). Native solvers' options
+        are the keyword arguments of their backend (:func:`cvxrank.solvers.solver_options`).
     default_tol : float
         The certified relative gap :func:`cvxrank.solve` asks for when no
         ``tol`` is given: 1e-6, except the pure subgradient method (1e-4, what
         its ``O(1/k)`` rate reaches in seconds on small problems).
+    work_limit : int or None
+        The iteration (or oracle-call) cap ``verify`` and ``demo`` give the solver: a limit on
+        work, so the verdict does not depend on the machine's speed (set through
+        :meth:`max_iter`; None: the solver's own default cap). Chosen from measured counts,
+        see ``docs/solvers.md`` ("Theorem 1, verified").
     """
 
     name: str
@@ -101,6 +114,13 @@ class SolverSpec:
     quick_max_iter: int | None = None
     losses: tuple = ("hinge", "squared_hinge")
     extensions: frozenset | None = None
+    options: frozenset | None = None
+    problems: tuple = ("pairwise",)
+    work_limit: int | None = None
+
+    def solves(self, kind: str) -> bool:
+        """Whether the solver takes problems of ``kind`` (``"pairwise"`` or ``"listwise"``)."""
+        return kind in self.problems or (kind == "listwise" and self.exp_cone)
 
     def accepts(self, variant) -> bool:
         """Whether the solver solves ``variant`` (a :class:`cvxrank.variants.Variant`)."""
@@ -126,28 +146,61 @@ class SolverSpec:
 _C = "cvxpy"
 _N = "native"
 
+#: Keyword arguments of CVXPY's own ``Problem.solve`` that cvxrank passes through.
+_CVXPY_SOLVE = ("ignore_dpp", "canon_backend", "enforce_dpp")
+
+
+def _clarabel_options() -> frozenset:
+    """Clarabel's settings, read off the installed package (they grow between releases)."""
+    try:
+        import clarabel
+
+        names = [a for a in dir(clarabel.DefaultSettings()) if not a.startswith("_") and a != "default"]
+    except Exception:  # not installed, or a release without DefaultSettings: pass options untouched
+        return None
+    return frozenset(names + list(_CVXPY_SOLVE))
+
+
+def _names(*names) -> frozenset:
+    return frozenset(names + _CVXPY_SOLVE)
+
+
+#: ECOS's settings (its Python interface's keyword arguments).
+_ECOS = _names("max_iters", "abstol", "reltol", "feastol", "abstol_inacc", "reltol_inacc", "feastol_inacc")
+#: OSQP's settings, under both the 0.6 and the 1.x names.
+_OSQP = _names("rho", "sigma", "scaling", "adaptive_rho", "adaptive_rho_interval", "adaptive_rho_tolerance",
+               "adaptive_rho_fraction", "max_iter", "eps_abs", "eps_rel", "eps_prim_inf", "eps_dual_inf", "alpha",
+               "linsys_solver", "delta", "polish", "polishing", "polish_refine_iter", "polishing_refine_iter",
+               "scaled_termination", "check_termination", "check_dualgap", "warm_starting", "time_limit",
+               "rho_is_vec", "cg_max_iter", "cg_tol_reduction", "cg_tol_fraction", "cg_precond", "profiler_level")
+#: SCS's settings.
+_SCS = _names("max_iters", "eps_abs", "eps_rel", "eps_infeas", "alpha", "rho_x", "scale", "adaptive_scale",
+              "normalize", "acceleration_lookback", "acceleration_interval", "time_limit_secs",
+              "write_data_filename", "log_csv_filename", "use_indirect", "mkl", "gpu")
+
 #: Every solver cvxrank knows, in the order :func:`cvxrank.available_solvers` lists them.
 SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
     SolverSpec("clarabel", _C, "interior point (QP/SOCP), the reference", "clarabel", "CLARABEL",
                ("tol_gap_abs", "tol_gap_rel", "tol_feas"), "max_iter", "time_limit",
-               # Clarabel's warm start is a data update that keeps the first point's equilibration:
-               # 221 iterations over a λ path against 189 fresh (lifted, 8,387 pairs).
-               warm_start=False, fallback=0, exp_cone=True),
+               # Clarabel's warm start is a data update that keeps the first point's equilibration
+               # (more iterations than fresh along a λ path: docs/path-benchmark.md).
+               warm_start=False, fallback=0, exp_cone=True, options=_clarabel_options(), work_limit=100),
     SolverSpec("ecos", _C, "interior point (SOCP)", "ecos", "ECOS", ("abstol", "reltol", "feastol"), "max_iters",
-               None, fallback=1, exp_cone=True),
+               None, fallback=1, exp_cone=True, options=_ECOS, work_limit=100),
     SolverSpec("osqp", _C, "ADMM (QP) with polishing", "osqp", "OSQP", ("eps_abs", "eps_rel"), "max_iter",
                "time_limit",
                # OSQP's defaults (eps 1e-5, 10k iterations) stop short of a certified 1e-6 gap;
                # polishing recovers an exact active-set solution on most primal ranking QPs.
                {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iter": 100_000, _osqp_polish_option(): True},
-               fallback=3, quick_max_iter=4000),
+               fallback=3, quick_max_iter=4000, options=_OSQP, work_limit=100_000),
     SolverSpec("scs", _C, "ADMM (conic), low accuracy per iteration", "scs", "SCS", ("eps_abs", "eps_rel"),
                "max_iters", "time_limit_secs", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
-               # SCS took 20x more iterations warm-started when per-pair costs sat in its matrix,
-               # 9-21 % fewer when they sit in its objective.
+               # SCS: warm when the costs sit in its objective, cold when they sit in its matrix
+               # (docs/path-benchmark.md).
                warm_start="scale", fallback=2, exp_cone=True, quick_max_iter=5000,
                # SCS's defaults (eps 1e-4) give a listwise gradient far from the certificate's 1e-6.
-               listwise_defaults={"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100_000}),
+               listwise_defaults={"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100_000}, options=_SCS,
+               work_limit=10_000),
     SolverSpec("piqp", _C, "proximal interior point (QP)", "piqp", "PIQP",
                ("eps_abs", "eps_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"), "max_iter"),
     SolverSpec("proxqp", _C, "proximal augmented Lagrangian (QP)", "proxsuite", "PROXQP", ("eps_abs", "eps_rel"),
@@ -161,17 +214,22 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
                "MSK_DPAR_OPTIMIZER_MAX_TIME", exp_cone=True),
     SolverSpec("subgradient", _N, "projected subgradient, step 1/(λ(k+1)), weighted average; certified stop",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=False,
-               default_tol=1e-4, quick_max_iter=200_000, losses=("hinge",), extensions=frozenset()),
+               default_tol=1e-4, quick_max_iter=200_000, losses=("hinge",), extensions=frozenset(),
+               work_limit=300_000),
     SolverSpec("gd", _N, "fixed-step gradient descent of Fig. 3/SIGIR, as published", "cvxrank",
-               max_iter_option="max_iter", warm_start=False, losses=("hinge",), extensions=frozenset()),
+               max_iter_option="max_iter", warm_start=False, losses=("hinge",), extensions=frozenset(),
+               work_limit=5_000),
     SolverSpec("cutting_plane", _N, "pair-free cutting planes, then smoothed Newton; certified by its own bound",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=True,
                fallback=4, pairfree=True, start_option="warm_start_w", losses=("hinge",),
-               extensions=frozenset({"margin"})),
+               extensions=frozenset({"margin"}), work_limit=3_000),
     SolverSpec("truncated_newton", _N, "pair-free truncated Newton (CG) for the squared hinge, certified by its dual",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=True,
                pairfree=True, start_option="warm_start_w", losses=("squared_hinge",),
                extensions=frozenset({"margin"})),
+    SolverSpec("newton", _N, "Newton's method with Cholesky steps for the listwise problem (3), Steps 1-5 of He et al.",
+               "cvxrank", max_iter_option="max_iter", warm_start=False, start_option="w0", default_tol=1e-8,
+               losses=(), problems=("listwise",), options=frozenset({"max_iter", "line_search"})),
 )}
 
 
@@ -190,8 +248,30 @@ def get_spec(name) -> SolverSpec:
     return SOLVERS[key]
 
 
+#: The policies :func:`cvxrank.solve` takes in place of a solver name.
+POLICIES = ("auto", "fallback")
+
+#: From this many pairs on, ``"auto"`` picks the pair-free native solver where it applies.
+AUTO_PAIRFREE_PAIRS = 50_000
+
+
+def choose_solver(problem, formulation: str = "auto") -> str:
+    """The solver of the ``"auto"`` policy for ``problem`` (a RankingProblem).
+
+    The pair-free native solver that takes the problem's variant (``cutting_plane`` for the hinge,
+    ``truncated_newton`` for the squared hinge) when the problem is given as documents, no
+    formulation is asked for and it has :data:`AUTO_PAIRFREE_PAIRS` pairs or more (counted without
+    forming them); else ``clarabel``, the reference, which solves every variant.
+    """
+    if formulation == "auto" and not problem.has_pairs and problem.n_pairs >= AUTO_PAIRFREE_PAIRS:
+        for spec in SOLVERS.values():
+            if spec.pairfree and spec.accepts(problem.variant) and getattr(problem.costs.weights, "ndim", 0) == 0:
+                return spec.name
+    return "clarabel"
+
+
 def fallback_chain() -> tuple[str, ...]:
-    """The default chain of :func:`~cvxrank.solvers.solve_with_fallback`, most reliable first."""
+    """The default chain of ``solve(problem, "fallback")``, most reliable first."""
     chained = [s for s in SOLVERS.values() if s.fallback is not None]
     return tuple(s.name for s in sorted(chained, key=lambda s: s.fallback))
 

@@ -47,12 +47,12 @@ import numpy as np
 import pandas as pd
 
 from cvxrank import __version__
+from cvxrank._validation import check_max_iter, check_time_limit
 from cvxrank.certificate import certify
-from cvxrank.exceptions import ValidationError
 from cvxrank.problem import RankingProblem
-from cvxrank.solution import finish
+from cvxrank.solution import BackendReport, finish
 
-__all__ = ["DEFAULT_TOL", "solve_subgradient"]
+__all__ = ["DEFAULT_TOL"]
 
 #: The relative gap the pure subgradient method reaches in seconds on small problems.
 DEFAULT_TOL = 1e-4
@@ -61,13 +61,7 @@ DEFAULT_TOL = 1e-4
 _DENSE_STEP_ENTRIES = 2_000_000
 
 
-def _check_iter(max_iter, name="max_iter") -> int:
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValidationError(f"{name} must be a positive integer, got {max_iter!r}")
-    return int(max_iter)
-
-
-def solve_subgradient(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_iter: int = 2_000_000,
+def _solve(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_iter: int = 2_000_000,
                       time_limit: float | None = None, polish: bool = False, check_every: int | None = None,
                       verbose: bool = False, formulation: str = "hinge"):
     """Solve by projected subgradient steps, with certified stopping.
@@ -92,12 +86,10 @@ def solve_subgradient(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_
     formulation : str, default "hinge"
         Name recorded in the result.
     """
-    max_iter = _check_iter(max_iter)
+    max_iter = check_max_iter(max_iter)
     if check_every is not None:
-        check_every = _check_iter(check_every, "check_every")
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                   or not time_limit > 0):
-        raise ValidationError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+        check_every = check_max_iter(check_every, "check_every")
+    check_time_limit(time_limit)
     pairs, weights, lam = problem.pairs, problem.weights, problem.lam
     C = problem.C
     radius = np.sqrt(weights.sum() / lam)
@@ -162,9 +154,10 @@ def solve_subgradient(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_
         if value < best_F:
             best_F, best_w = value, cand
     elapsed = time.perf_counter() - start
-    return finish(
-        problem, best_w, formulation=formulation, scale="L", alphas=[best_alpha],
-        backend_status="optimal" if converged else "user_limit", solver="subgradient", version=__version__,
-        tol=tol, iterations=k, solve_time=elapsed, history=pd.DataFrame(history), stages=stages,
+    report = BackendReport(
+        solver="subgradient", version=__version__, formulation=formulation, scale="L",
+        status="optimal" if converged else "user_limit", alphas=(best_alpha,), iterations=k, solve_time=elapsed,
+        history=pd.DataFrame(history), stages=tuple(stages),
         extras={"radius": radius, "polish": polish, "certificate_checks_time": certify_time},
     )
+    return finish(problem, best_w, report, tol)

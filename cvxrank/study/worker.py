@@ -162,7 +162,7 @@ def execute(task: Task, send) -> None:
     options = {**solver_options(task.solver, task.profile), **task.options}
     tol = options.pop("tol")
     try:
-        path = PathSolver(pairs, formulation=task.formulation, solver=task.solver, tol=tol,
+        path = PathSolver(RankingProblem(pairs), formulation=task.formulation, solver=task.solver, tol=tol,
                           warm_start=task.warm_start, costs=task.cost_parametrization, **options)
     except Exception as exc:  # noqa: BLE001 - reported as error rows
         for cost in task.costs:
