@@ -341,75 +341,11 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
 def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = DEFAULT_LAM, tol: float = 1e-6,
                    max_iter: int = 10_000, time_limit: float | None = None, verbose: bool = False,
                    warm_start_w=None, client=None, **options):
-    """Deprecated: ``cvxrank.solve(RankingProblem(data, tau=tau, mu=mu, lam=lam), "cutting_plane")``.
+    """Deprecated: ``cvxrank.solve(RankingProblem(data, tau=tau, mu=mu, lam=lam), "cutting_plane", ...)``.
 
-    Solves the RSVM-IR hinge problem (9)/SIGIR without ever forming pairs:
-
-    .. math:: \\min_w \\sum_i \\tau_{k(i)} \\mu_{q(i)} [1 - \\langle w, d_i \\rangle]_+ + \\lambda \\|w\\|^2
-
-    over all within-query pairs of ``data``; Ranking SVM (7) is ``τ = μ = 1``,
-    the cost-sensitive (8)/ECML is ``μ = 1``. Time per iteration
-    ``O(m log m + m n)`` and memory ``O(m + n)`` beyond ``X``, for ``m``
-    documents and ``n`` features, whatever the number of pairs.
-
-    Parameters
-    ----------
-    data : RankingData
-        ``X`` in float64 or float32 (``RankingData(..., dtype=np.float32)``: half the
-        memory, not copied; products with it are computed in float64, so the
-        certificate is exact for its float32 values).
-    tau : mapping or DataFrame, optional
-        ``{(higher grade, lower grade): value}`` as for
-        :func:`cvxrank.costs.pair_weights` (a value of 0 drops that grade pair).
-    mu : None, "balanced" or mapping, optional
-        Per-query weight as for :func:`cvxrank.costs.pair_weights`;
-        ``"balanced"`` is (10)/SIGIR, computed from grade counts.
-    lam : float, default 0.5 (:data:`cvxrank.costs.DEFAULT_LAM`)
-        ``λ`` of (9); the QP (14) has ``C_i = τμ / (2λ)``.
-    tol : float, default 1e-6
-        Certified relative duality gap at which to stop.
-    max_iter : int, default 10000
-        Iteration cap (one oracle call each); reaching it gives ``"user_limit"``.
-    time_limit : float, optional
-        Seconds; reaching it gives ``"user_limit"``.
-    verbose : bool, default False
-    warm_start_w : array-like, optional
-        Starting point, e.g. the solution for a nearby ``λ``.
-    client : dask.distributed.Client, optional
-        Evaluate the oracle over query shards on this cluster
-        (:class:`cvxrank.native.dask.DaskOracle`); same numbers as locally.
-    **options
-        Passed to :func:`cutting_plane` (``rho``, ``prune_after``, ``threads``: BLAS threads, ...),
-        plus ``n_shards`` with ``client`` and ``oracle_threads`` without: the
-        ``threads`` of :class:`~cvxrank.native.oracle.PairFreeOracle` (the threads of
-        its sort, boundary search, sums and ``X w`` over shards of whole queries; 1 by
-        default, None automatic); and ``oracle_kernel``, its ``kernel`` (``"auto"``:
-        the compiled sweeps when built, :mod:`cvxrank.native.kernels`; ``"numpy"``;
-        ``"compiled"``), with the same results either way.
-
-    Returns
-    -------
-    SolveResult
-        ``formulation="pairfree"``, ``solver="cutting_plane"``, objectives on
-        the hinge scale (9) with this ``λ``. ``alpha`` is None: the pairwise
-        dual point ``α_i = C_i Σ_k β_k [i violated at w_k]`` exists but would
-        take one number per pair; ``dual_residual`` is ``‖w - Dᵀα‖ / max(1, ‖w‖)``
-        for it, computed as ``‖w - w(β)‖ / max(1, ‖w‖)``.
-
-    Warns
-    -----
-    InaccurateSolutionWarning
-        When stopped by ``max_iter``/``time_limit`` (status ``"user_limit"``)
-        or by lack of progress, or when ``tol`` is below what float64 can
-        certify (status ``"optimal_inaccurate"`` with the best certified gap).
-
-    Examples
-    --------
-    >>> from cvxrank.datasets import make_ranking
-    >>> data = make_ranking(n_queries=5, n_features=3, random_state=0)
-    >>> res = solve_pairfree(data, mu="balanced", lam=0.1)  # doctest: +SKIP
-    >>> res.status, res.formulation, res.relative_gap <= 1e-6  # doctest: +SKIP
-    ('optimal', 'pairfree', True)
+    The same solve (the papers' hinge problem (9) without forming pairs), through the one door;
+    ``lam`` defaults to :data:`cvxrank.costs.DEFAULT_LAM` as everywhere. The other arguments are
+    those of ``solve(problem, "cutting_plane")``.
     """
     warnings.warn("solve_pairfree is deprecated: use cvxrank.solve(RankingProblem(data, tau=..., mu=..., lam=...), "
                   "'cutting_plane', ...), the one door to every solver", DeprecationWarning, stacklevel=2)

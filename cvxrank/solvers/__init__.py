@@ -118,6 +118,14 @@ def solver_options(solver: str) -> frozenset | None:
     return frozenset(names - _RESERVED)
 
 
+def _check_call(spec: SolverSpec, tol, options: dict) -> float:
+    """The tolerance (the solver's default when None) and the option names, checked once for every solver."""
+    valid = solver_options(spec.name)
+    if valid is not None:
+        check_names(options, valid, f"the solver {spec.name!r}")
+    return spec.default_tol if tol is None else check_tol(tol)
+
+
 def _solve_listwise(problem, solver, tol, warm_start, verbose, options):
     """``solve`` for the listwise problem (3): Newton (the default of ``"auto"``) or an exponential-cone solver."""
     name = "newton" if str(solver).lower() == "auto" else str(solver).lower()
@@ -129,10 +137,7 @@ def _solve_listwise(problem, solver, tol, warm_start, verbose, options):
     if not spec.installed():
         raise SolverNotAvailableError(f"{spec.name} is supported but not installed (pip install {spec.package}); "
                                       f"installed: {', '.join(able)}")
-    tol = spec.default_tol if tol is None else check_tol(tol)
-    valid = solver_options(spec.name)
-    if valid is not None:
-        check_names(options, valid, f"the solver {spec.name!r}")
+    tol = _check_call(spec, tol, options)
     if spec.kind == "native":
         if warm_start is True:
             raise ValidationError(f"warm_start for {spec.name} is a starting w (an array of n_features numbers)")
@@ -266,10 +271,7 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
     if not spec.solves("pairwise"):
         raise SolverNotAvailableError(f"{spec.name} solves {' and '.join(spec.problems)} problems, not a pairwise "
                                       f"ranking problem; solvers that can: {', '.join(available_solvers())}")
-    tol = spec.default_tol if tol is None else check_tol(tol)
-    valid = solver_options(spec.name)
-    if valid is not None:
-        check_names(options, valid, f"the solver {spec.name!r}")
+    tol = _check_call(spec, tol, options)
     cvxpy_warm, start = _start_options(spec, warm_start)
     options = {**options, **start}
     if not spec.accepts(ranking.variant):
