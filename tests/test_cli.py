@@ -49,32 +49,92 @@ def test_demo_prints_the_theorem_table_and_writes_the_report(tmp_path, capsys):
     assert (not failed) == ("Every row certified its tolerance and passed." in report)
     out = capsys.readouterr().out
     assert "Theorem 1 verified numerically" in out
+    rows = _table(out)
+    for form in ("primal", "lifted", "dual", "hinge"):
+        assert rows[(form, "clarabel")] == ("optimal", "pass")
+    assert rows[("pairfree", "cutting_plane")] == ("optimal", "pass")
+    # Every row certifies within its work limit (iterations, oracle calls), so none depends on the clock:
+    # the same rows pass on a quiet and on a busy machine.
+    assert set(rows.values()) == {("optimal", "pass")}, rows
+    assert not failed and "Every row certified its tolerance and passed." in report
+    assert f"VERIFIED: {len(rows)} of {len(rows)} certified rows pass." in out
+    assert "work limits: clarabel " in report and "; no time limit" in report
+
+
+def _table(out: str) -> dict:
+    """``{(formulation, solver): (status, verdict)}`` of the rows ``cvxrank verify`` printed."""
     rows = {}
     for line in out.splitlines():
         tokens = line.split()
-        if len(tokens) >= 4 and tokens[0] in ("primal", "lifted", "dual", "hinge"):
-            rows[(tokens[0], tokens[1])] = (tokens[2], tokens[3])
-    for form in ("primal", "lifted", "dual", "hinge"):
-        assert rows[(form, "clarabel")] == ("optimal", "pass")
-    assert rows[("hinge", "subgradient")] == ("optimal", "pass")
-    n_pass = sum(1 for status, verdict in rows.values() if verdict == "pass")
-    assert "FAIL" not in {v for _, v in rows.values()}
-    assert f"VERIFIED: {n_pass} of {n_pass} certified rows pass" in out
+        if len(tokens) >= 4 and tokens[0] in ("primal", "lifted", "dual", "hinge", "pairfree"):
+            verdict = " ".join(tokens[3:5]) if tokens[3] in ("not", "time") else tokens[3]
+            rows[(tokens[0], tokens[1])] = (tokens[2], verdict)
+    return rows
 
 
 def test_verify_writes_json(tmp_path, capsys):
     path = tmp_path / "v.json"
     code = main(["verify", "--tau", "2-1=2,2-0=3,1-0=1", "--mu", "balanced", "--lam", "0.05",
-                 "--solvers", "clarabel,subgradient", "--json", str(path)])
+                 "--solvers", "clarabel,cutting_plane", "--json", str(path)])
     assert code == 0
     doc = json.loads(path.read_text())
     assert doc["meta"]["lam"] == 0.05
+    assert doc["meta"]["time_limit"] is None and set(doc["meta"]["work_limits"]) == {"clarabel", "cutting_plane"}
     rows = doc["rows"]
     assert {(r["formulation"], r["solver"]) for r in rows} == {("primal", "clarabel"), ("dual", "clarabel"),
-                                                              ("hinge", "subgradient")}
+                                                              ("pairfree", "cutting_plane")}
     assert all(r["verdict"] == "pass" for r in rows)
+    assert all(isinstance(r["work"], int) and r["work"] <= r["work_limit"] for r in rows)
     assert doc["meta"]["verified"] is True
     assert f"wrote {path}" in capsys.readouterr().out
+
+
+def test_verify_defaults_certify_every_row_on_generated_data(capsys):
+    from cvxrank.theorem import plan_rows
+
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    rows = _table(out)
+    assert len(rows) == len(plan_rows()) and set(rows.values()) == {("optimal", "pass")}, out
+    assert f"VERIFIED: {len(rows)} of {len(rows)} certified rows pass." in out
+    assert "; no time limit" in out and "time limit hit" not in out
+
+
+def test_verify_judges_by_work_and_names_the_limit(capsys):
+    """A work limit too small for ECOS: its rows are not certified, the same on any machine, and say so."""
+    assert main(["verify", "--solvers", "clarabel,ecos", "--work-limit", "ecos=2"]) == 0
+    out = capsys.readouterr().out
+    rows = _table(out)
+    assert rows[("primal", "ecos")][1] == rows[("hinge", "ecos")][1] == "not certified"
+    assert rows[("primal", "clarabel")] == ("optimal", "pass")
+    from cvxrank.solvers.registry import get_spec
+
+    clarabel = get_spec("clarabel").work_limit
+    assert f"work limits: clarabel {clarabel:,} iterations, ecos 2 iterations; no time limit" in out
+    assert "within its work limit of 2 iterations" in out
+    assert "VERIFIED: 2 of 2 certified rows pass, 2 not certified." in out
+
+
+def test_verify_help_matches_the_registry(capsys):
+    """The help states the default rows and the work limits; they are the code's (and the time limit is off)."""
+    from cvxrank.cli.verify import EPILOG
+    from cvxrank.solvers.registry import SOLVERS
+    from cvxrank.theorem import DEFAULT_FORMULATIONS, DEFAULT_SOLVERS
+
+    text = " ".join(EPILOG.split())
+    n = {name: SOLVERS[name].work_limit for name in SOLVERS}
+    assert n["clarabel"] == n["ecos"]
+    assert (f"clarabel and ecos {n['clarabel']} iterations, scs {n['scs']:,}, osqp {n['osqp']:,}, "
+            f"subgradient {n['subgradient']:,}, cutting_plane {n['cutting_plane']:,} oracle calls") in text
+    assert DEFAULT_SOLVERS == ("clarabel", "ecos", "scs", "cutting_plane")
+    assert DEFAULT_FORMULATIONS == {"clarabel": ("primal", "dual"), "ecos": ("primal", "hinge"),
+                                    "scs": ("lifted", "dual"), "osqp": ("primal",)}
+    assert ("clarabel on the primal QP (14) and the dual (18)-(19), ecos on the primal QP and the hinge problem (9), "
+            "scs on the lifted QP and the dual, and the native cutting_plane solver on (9)") in text
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "opt-in safety net, off by default" in out and "--work-limit" in out
 
 
 def test_verify_on_a_letor_file(tmp_path, capsys):
@@ -92,6 +152,10 @@ def test_verify_on_a_letor_file(tmp_path, capsys):
     (["verify", "--lam", "-1"], "lam must be positive"),
     (["verify", "--data", "/nonexistent/file.letor"], "no such file"),
     (["verify", "--solvers", "nope"], "solvers not available"),
+    (["verify", "--work-limit", "ecos"], "is not SOLVER=N"),
+    (["verify", "--work-limit", "ecos=-3"], "is not SOLVER=N"),
+    (["verify", "--solvers", "clarabel", "--work-limit", "ecos=3"], "not run"),
+    (["verify", "--time-limit", "0"], "--time-limit must be a positive number"),
     (["verify", "--json", "/nonexistent/dir/out.json", "--solvers", "clarabel"], "does not exist"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
