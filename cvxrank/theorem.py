@@ -40,7 +40,8 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
-from cvxrank.costs import Costs, check_lam
+from cvxrank._validation import POSITIVE_INT, check, check_time_limit
+from cvxrank.costs import DEFAULT_LAM, Costs, check_lam
 from cvxrank.data import RankingData
 from cvxrank.exceptions import InaccurateSolutionWarning, SolverError, ValidationError
 from cvxrank.formulations import FORMULATIONS, build
@@ -117,13 +118,7 @@ def verdict(row: dict, ref: dict) -> str:
 
 
 def _check_limit(value, name, *, integer):
-    if value is None:
-        return None
-    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0 or not np.isfinite(value):
-        what = "a positive integer" if integer else "a positive number of seconds"
-        raise ValidationError(f"{name} must be {what}, got {value!r}")
-    return int(value) if integer else float(value)
+    return check(name, value, POSITIVE_INT.or_none()) if integer else check_time_limit(value, name)
 
 
 def plan_rows(solvers=None, formulations=None, work_limits=None) -> list[dict]:
@@ -221,7 +216,7 @@ def _run(problem, form, solver, work_limit, time_limit):
         "stages": "+".join(res.stages), "status": res.status, "work": work, "work_limit": work_limit,
         "L": L, "M": M, "identity_error": abs(L - 2.0 * problem.lam * M) / L, "relative_gap": res.relative_gap,
         "gap_M": res.gap_M, "gap_L": res.gap_L, "distance_bound": res.distance_bound,
-        "certificate": getattr(res.certificate, "kind", res.certificate), "time": elapsed, "w": w, "note": "",
+        "certificate": res.certificate.kind, "time": elapsed, "w": w, "note": "",
         "time_limit_hit": _time_limit_hit(res, work, work_limit, time_limit, elapsed),
     }
     if res.status != "optimal":
@@ -264,7 +259,7 @@ def _progress_bar(total: int, enabled: bool | None):
         bar.close()
 
 
-def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam: float = 0.1, solvers=None,
+def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam: float = DEFAULT_LAM, solvers=None,
                     formulations=None, work_limits=None, time_limit: float | None = None,
                     reference: str = "clarabel", on_row=None, progress: bool | None = False) -> pd.DataFrame:
     """Solve the hinge form, the QP and its dual of one problem; check Theorem 1 on every solution.
@@ -280,7 +275,7 @@ def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam:
     tau, mu, costs : optional
         The costs (:class:`~cvxrank.costs.Costs`); default all ones (then
         this checks Ranking SVM's (6) = (7); with ``tau`` only, Proposition 1).
-    lam : float, default 0.1
+    lam : float, default 0.5 (:data:`cvxrank.costs.DEFAULT_LAM`)
         ``λ`` of (9).
     solvers : sequence of str, optional
         Default :data:`DEFAULT_SOLVERS`: the installed ones of clarabel, ecos
@@ -377,7 +372,7 @@ def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam:
                     "status": ref_res.status, "verdict": "", "work": _work_done(ref_res), "work_limit": ref_limit,
                     "L": ref_res.hinge_objective, "M": ref_res.qp_objective, "relative_gap": ref_res.relative_gap,
                     "gap_M": ref_res.gap_M, "w_bound": ref_res.distance_bound,
-                    "certificate": getattr(ref_res.certificate, "kind", ref_res.certificate), "time": ref_time,
+                    "certificate": ref_res.certificate.kind, "time": ref_time,
                     "note": ""})
 
         for planned in rows_planned:

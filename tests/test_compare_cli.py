@@ -125,8 +125,8 @@ def test_variants_axis_from_the_command_line(tmp_path, capsys):
             "--no-progress", "--out", str(out)]
     assert main(args) == 0
     df = pd.read_csv(out / "results.csv")
-    assert sorted(df["cost"]) == ["lam=1", "lam=1", "lam=1 variant=loss=squared_hinge+l1=0.1",
-                                  "lam=1 variant=loss=squared_hinge+l1=0.1"]
+    assert sorted(df["cost"]) == ["lam=0.5", "lam=0.5", "lam=0.5 variant=loss=squared_hinge+l1=0.1",
+                                  "lam=0.5 variant=loss=squared_hinge+l1=0.1"]
     # the pair-free Newton method takes neither the hinge nor an l1 term: two unsupported rows, saying why
     tn = df[df["solver"] == "truncated_newton"]
     assert (tn["status"] == "unsupported").all() and tn["message"].str.contains("does not solve").all()

@@ -57,7 +57,7 @@ def test_default_rows_certify_within_their_work_limits():
     assert df.attrs["work_limits"] == {s: get_spec(s).work_limit for s in installed}
     assert all(w <= limit for w, limit in zip(df["work"], df["work_limit"]))
     assert df.attrs["reference"] in ("lifted/clarabel", "primal/clarabel")
-    assert df.attrs["reference_relative_gap"] <= 1e-9
+    assert df.attrs["reference_relative_gap"] <= 1e-8  # the reference is certified to the 1e-8 it asks for
 
 
 def test_every_default_solver_has_a_work_limit():

@@ -47,7 +47,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--solvers", help="names of cvxrank.available_solvers() (default: the installed ones of "
                                           "clarabel,ecos,osqp,scs)")
     parser.add_argument("--profiles", default="mid", help="low (1e-3), mid (1e-6), high (1e-9) (default mid)")
-    parser.add_argument("--lams", default="1", help="lambda values of (9)/SIGIR (default 1)")
+    parser.add_argument("--lams", default="0.5", help="lambda values of (9)/SIGIR (default 0.5, cvxrank.DEFAULT_LAM)")
     parser.add_argument("--tau", metavar="H-L=V,...", help="tau per grade pair, e.g. 2-1=2,2-0=3,1-0=1 "
                                                             "(default all 1)")
     parser.add_argument("--mu", default="none", help="none and/or balanced, comma-separated (default none)")
@@ -245,14 +245,6 @@ def comparison(df, folder) -> str:
 
 def run(args) -> int:
     import os
-    import time
-
-    from cvxrank.study import (
-        run_study,
-        shifted_geometric_means,
-        success_rates,
-        write_report,
-    )
 
     from cvxrank._io import check_outputs, claim_folder, folder_lock
 

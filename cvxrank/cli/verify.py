@@ -47,7 +47,7 @@ _HEADERS = {"work": "work/limit", "identity_error": "|L-2lM|/L", "relative_gap":
 
 def add_arguments(parser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("--lam", type=float, default=0.1, help="lambda of (9) (default 0.1)")
+    parser.add_argument("--lam", type=float, help="lambda of (9) (default cvxrank.DEFAULT_LAM = 0.5)")
     parser.add_argument("--tau", metavar="H-L=V,...", help="tau per grade pair, e.g. 2-1=2,2-0=3,1-0=1 (default all 1)")
     parser.add_argument("--mu", metavar="none|balanced", help="query weights: none (default) or balanced, (10)")
     parser.add_argument("--solvers", metavar="S1,S2",
@@ -155,12 +155,13 @@ def legend(df) -> str:
 def run(args) -> int:
     from tqdm.auto import tqdm
 
-    from cvxrank.costs import Costs
+    from cvxrank.costs import DEFAULT_LAM, Costs, check_lam
     from cvxrank.theorem import plan_rows, verify_theorem1
 
     from cvxrank._io import check_outputs
 
     costs = Costs.from_text(args.tau, args.mu)  # checked before any data is read or solved
+    args.lam = DEFAULT_LAM if args.lam is None else check_lam(args.lam)
     work_limits = parse_work_limits(args.work_limit)
     solvers, formulations = split(args.solvers), split(args.formulations)
     rows = plan_rows(solvers, formulations, work_limits)  # checked before any data is read or solved

@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 
 from cvxrank._validation import POSITIVE_INT, check, check_time_limit
-from cvxrank.costs import check_lam
+from cvxrank.costs import DEFAULT_LAM, check_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS
 from cvxrank.solvers import NATIVE_SOLVERS, available_solvers
@@ -63,20 +63,20 @@ class CostSetting:
 
     Attributes
     ----------
-    lam : float, default 1.0
+    lam : float, default 0.5 (:data:`cvxrank.costs.DEFAULT_LAM`)
     tau : mapping or None
         ``{(higher, lower): τ}`` for every grade pair of the instances, or None (all ones).
     mu : None, "balanced" or mapping
     name : str, optional
-        The ``cost`` column; default built from the values, e.g. ``"lam=1"`` or
-        ``"lam=1 variant=loss=squared_hinge"``.
+        The ``cost`` column; default built from the values, e.g. ``"lam=0.5"`` or
+        ``"lam=0.5 variant=loss=squared_hinge"``.
     variant : Variant, optional
         The variant of the weighted hinge problem (9)/SIGIR (:class:`cvxrank.variants.Variant`;
         default the papers' problem): variants are a study axis like ``λ``, ``τ`` and ``μ``. A
         solver or formulation that cannot state it gives an ``"unsupported"`` row.
     """
 
-    lam: float = 1.0
+    lam: float = DEFAULT_LAM
     tau: object = None
     mu: object = None
     name: str | None = None
