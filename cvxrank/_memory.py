@@ -286,7 +286,8 @@ def check_letor_files(paths, *, values=None, sizes=None) -> None:
 
 
 #: Peak bytes per feature of a CVXPY problem (the variable ``w``, its bounds, the objective's
-#: quadratic term and their compiled copies), within 2x of the measured peak of each solver and form.
+#: quadratic term and their compiled copies); at least what those arrays provably hold
+#: (tests/test_memory_estimates.py), measured peaks in docs/reliability.md.
 CVXPY_FEATURE_BYTES = 768
 #: Peak bytes per pair of a CVXPY problem beyond ``D`` (the slack ``xi``, its constraints and their
 #: compiled copies), for the primal, dual, hinge and lifted forms (tests/test_memory_estimates.py).
