@@ -146,15 +146,18 @@ class SolveResult:
         time cap first; ``"infeasible"`` when a variant's constraints admit no ``w``.
     objective : float
         ``L(w)`` of (9) at ``w`` (recomputed in numpy, not the backend's number),
-        whatever the formulation or solver: the one scale of every result.
+        whatever the formulation or solver: the one scale of every result of the pairwise
+        family. (The listwise problem's result, :class:`~cvxrank.listwise.result.ListwiseResult`,
+        states ``f(w)`` of (3) of He et al. here, and says so: ``formulation_scale`` ``"f"``.)
     qp_objective : float
         ``M(w)`` of (14); ``L = 2λ M``.
     certificate : Certificate
         The proof: its kind, the gap on each scale, the distance bound, the dual point.
     formulation : str
         What was solved (``"primal"``, ``"lifted"``, ``"dual"``, ``"hinge"``, ``"pairfree"``).
-    formulation_scale : {"M", "L"}
-        The scale of that formulation's own objective (``"M"`` for the QP forms).
+    formulation_scale : {"M", "L", "f"}
+        The scale of that formulation's own objective (``"M"`` for the QP forms, ``"f"`` for
+        the listwise (3)).
     stages : tuple of str
         The algorithms that produced ``w``, in order (e.g. ``("subgradient", "polish")``).
     solver, solver_version : str

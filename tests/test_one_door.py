@@ -167,6 +167,9 @@ def test_the_listwise_problem_goes_through_the_same_door():
     newton = solve(problem)  # "auto": Newton's method
     conic = solve(problem, "clarabel")
     assert newton.solver == "newton" and newton.found and conic.found
+    assert isinstance(newton, cr.SolveResult) and isinstance(newton.certificate, cr.Certificate)
+    assert newton.formulation_scale == conic.formulation_scale == "f" and newton.lam == 1 / (2 * 2.0)
+    assert newton.lower_bound <= conic.objective and conic.lower_bound <= newton.objective
     assert newton.objective == pytest.approx(listwise_objective(data, newton.w, C=2.0, pcf=3.0), rel=1e-12)
     assert abs(newton.objective - conic.objective) <= newton.gap_bound + conic.gap_bound
     assert solve(problem, "newton", warm_start=newton.w).iterations <= newton.iterations

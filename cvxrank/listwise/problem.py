@@ -7,9 +7,9 @@
 with ``pcf=None`` for L2-regularised ListMLE (``U/V ≡ 1``) and a penalty coefficient ``pCf ≥ 1``
 for cs-RgList. ``cvxrank.solve(ListwiseProblem(data, C=..., pcf=...), solver)`` solves it with
 Newton's method (``"newton"``, Steps 1-5) or an exponential-cone CVXPY solver, and returns a
-:class:`~cvxrank.listwise.result.ListwiseResult` certified by the gradient (``f`` is 1-strongly
-convex: ``f(w) − f* ≤ ½‖∇f(w)‖²``), judged by the status rule of every result
-(:func:`cvxrank.solution.judge_status`).
+:class:`~cvxrank.listwise.result.ListwiseResult` (a :class:`~cvxrank.solution.SolveResult`)
+certified by the gradient (``f`` is 1-strongly convex: ``f(w) − f* ≤ ½‖∇f(w)‖²``), judged by the
+status rule of every result (:func:`cvxrank.solution.judge_status`).
 """
 
 from __future__ import annotations

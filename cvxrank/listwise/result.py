@@ -1,14 +1,15 @@
-"""The :class:`ListwiseResult` the listwise solvers return, with its optimality certificate."""
+"""The :class:`ListwiseResult` the listwise solvers return: a SolveResult certified by the gradient."""
 
 from __future__ import annotations
 
+import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from cvxrank.exceptions import InaccurateSolutionWarning
-from cvxrank.solution import judge_status
+from cvxrank.solution import Certificate, SolveResult, judge_status
 
 __all__ = ["ListwiseResult", "certificate_bounds"]
 
@@ -48,30 +49,31 @@ def certificate_bounds(objective: float, gradient) -> dict:
     return {"grad_norm": g, "gap_bound": gap, "relative_gap_bound": float(rel), "lower_bound": objective - gap}
 
 
-@dataclass(eq=False)
-class ListwiseResult:
-    """A solution of the listwise problem (3) of He et al., with a certificate.
+@dataclass(eq=False, kw_only=True)
+class ListwiseResult(SolveResult):
+    """A solution of the listwise problem (3) of He et al.: a :class:`~cvxrank.solution.SolveResult`.
 
-    The certificate is the gradient: (3) is 1-strongly convex, so
-    ``‖w − w*‖ ≤ ‖∇f(w)‖`` and ``f(w) − f* ≤ ½‖∇f(w)‖²``
+    What :func:`cvxrank.solve` returns for a :class:`~cvxrank.listwise.problem.ListwiseProblem`:
+    the same type, status rule (:func:`~cvxrank.solution.judge_status`) and
+    :class:`~cvxrank.solution.Certificate`, on the scale of (3). The certificate is the gradient:
+    (3) is 1-strongly convex, so ``‖w − w*‖ ≤ ‖∇f(w)‖`` and ``f(w) − f* ≤ ½‖∇f(w)‖²``
     (:func:`certificate_bounds`). Everything is recomputed in numpy from ``w``.
 
     Attributes
     ----------
-    w : ndarray of shape (n_features,)
-        The weight vector; scores are ``X w``.
-    status : str
-        ``"optimal"`` iff the certified relative gap ``½‖∇f(w)‖² / f(w)`` is at
-        most ``tol``; otherwise ``"user_limit"`` (Newton hit ``max_iter``) or
-        ``"optimal_inaccurate"`` (the solver stopped, the certificate is weaker).
     objective : float
-        ``f(w) = ½‖w‖² + (C/m) Σ (U/V) ℓ_ij(w)``.
+        ``f(w) = ½‖w‖² + (C/m) Σ (U/V) ℓ_ij(w)`` of (3) (``formulation_scale`` ``"f"``).
+    certificate : Certificate
+        Kind ``"gradient-norm bound"``: ``gap_L`` is ``½‖∇f(w)‖²`` on the scale of (3),
+        ``distance_bound`` is ``‖∇f(w)‖``; ``gap_M`` is nan (there is no QP (14)).
+    qp_objective : float
+        nan: the listwise problem has no QP form.
+    lam : float
+        ``1/(2C)``: (3) divided by ``C``.
     loss : float
         ``Σ (U/V) ℓ_ij(w)``, the data term without ``C/m``.
     grad_norm : float
         ``‖∇f(w)‖``: also the bound on ``‖w − w*‖``.
-    gap_bound, relative_gap_bound, lower_bound : float
-        ``½‖∇f(w)‖²``, that over ``f(w)``, and ``f(w) − gap_bound ≤ f*``.
     C : float
     pcf : float or None
         ``None`` for plain ListMLE.
@@ -81,62 +83,33 @@ class ListwiseResult:
     solver, solver_version, solver_status : str
         ``"newton"`` or the CVXPY solver; the backend's own verdict
         (Newton: ``"converged"`` when ``‖dirn‖₁ < tol``, else ``"user_limit"``).
-    iterations : int or None
-    setup_time, solve_time : float
-        Seconds: preparation (sorting / CVXPY compilation) and the solve.
     history : pandas.DataFrame or None
         Newton: one row per iteration (``iteration, objective, grad_norm,
         dirn_norm1, step, time``); row 0 is the starting point.
-    extras : dict
-        Backend details.
+
+    The other attributes are those of :class:`~cvxrank.solution.SolveResult`; ``gap_bound``,
+    ``relative_gap_bound`` and ``lower_bound`` read the certificate.
     """
 
-    w: np.ndarray
-    status: str
-    objective: float
     loss: float
     grad_norm: float
-    gap_bound: float
-    relative_gap_bound: float
-    lower_bound: float
     C: float
     pcf: float | None
-    tol: float
-    solver: str
-    solver_version: str
-    solver_status: str
-    iterations: int | None
-    setup_time: float
-    solve_time: float
-    history: object = field(default=None, repr=False)
-    extras: dict = field(default_factory=dict, repr=False)
 
     @property
-    def found(self) -> bool:
-        """True when the status is ``"optimal"`` (the certificate passed)."""
-        return self.status == "optimal"
+    def gap_bound(self) -> float:
+        """``½‖∇f(w)‖²``, a certified bound on ``f(w) − f*``."""
+        return self.certificate.gap_L
 
     @property
-    def relative_gap(self) -> float:
-        """``relative_gap_bound`` under :class:`~cvxrank.solvers.SolveResult`'s name: a certified bound on
-        ``(f(w) - f*) / f(w)``."""
-        return self.relative_gap_bound
-
-    @property
-    def certificate(self) -> str:
-        """What proves the gap: ``"gradient-norm bound"`` (``½‖∇f‖²`` of a 1-strongly convex ``f``),
-        not a duality gap as for the pairwise problems."""
-        return "gradient-norm bound"
+    def relative_gap_bound(self) -> float:
+        """``gap_bound / f(w)`` (the same number as ``relative_gap``)."""
+        return self.certificate.relative_gap
 
     @property
     def method(self) -> str:
         """``"listmle"`` (``pcf=None``) or ``"cs-rglist"``."""
         return "listmle" if self.pcf is None else "cs-rglist"
-
-    @property
-    def distance_bound(self) -> float:
-        """Upper bound on ``‖w − w*‖`` (equals ``grad_norm``)."""
-        return self.grad_norm
 
     def summary(self) -> dict:
         """Scalar diagnostics as a plain dict of str/float/int/None (JSON-friendly)."""
@@ -145,6 +118,7 @@ class ListwiseResult:
 
         return {
             "method": self.method,
+            "formulation": self.formulation,
             "solver": self.solver,
             "solver_version": self.solver_version,
             "status": self.status,
@@ -157,9 +131,10 @@ class ListwiseResult:
             "grad_norm": float(self.grad_norm),
             "gap_bound": float(self.gap_bound),
             "relative_gap_bound": float(self.relative_gap_bound),
-            "relative_gap": float(self.relative_gap_bound),  # the same key as SolveResult.summary()
-            "certificate": self.certificate,  # ... but a gradient-norm bound, not a duality gap
+            "relative_gap": float(self.relative_gap),
+            "certificate": self.certificate.kind,
             "lower_bound": float(self.lower_bound),
+            "distance_bound": float(self.distance_bound),
             "iterations": None if self.iterations is None else int(self.iterations),
             "setup_time": float(self.setup_time),
             "solve_time": float(self.solve_time),
@@ -169,7 +144,7 @@ class ListwiseResult:
         return (
             f"ListwiseResult(method={self.method!r}, status={self.status!r}, solver={self.solver!r}, "
             f"objective={self.objective:.10g}, grad_norm={self.grad_norm:.2e}, "
-            f"relative_gap_bound={self.relative_gap_bound:.2e} (gradient-norm bound), "
+            f"relative_gap={self.relative_gap:.2e} (gradient-norm bound), "
             f"iterations={self.iterations}, time={self.setup_time + self.solve_time:.3g}s)"
         )
 
@@ -177,26 +152,35 @@ class ListwiseResult:
 def make_result(layout, w, *, C, tol, solver, solver_version, solver_status, iterations, setup_time, solve_time,
                 history=None, extras=None) -> ListwiseResult:
     """Certify ``w`` (objective and gradient in numpy), judge the status, warn if not optimal."""
+    import time
+
     from cvxrank.listwise.loss import listwise_loss_derivatives
 
+    start = time.perf_counter()
     w = np.asarray(w, dtype=np.float64).ravel()
     loss, loss_grad, _ = listwise_loss_derivatives(layout, w, hessian=False)
     scale = C / layout.n_queries
     f = 0.5 * float(w @ w) + scale * loss
     g = w + scale * loss_grad
     bounds = certificate_bounds(f, g)
-    status = judge_status(bounds["relative_gap_bound"], tol, solver_status)
+    certificate = Certificate(kind="gradient-norm bound", gap_L=bounds["gap_bound"], gap_M=math.nan,
+                              relative_gap=bounds["relative_gap_bound"], distance_bound=bounds["grad_norm"])
+    status = judge_status(certificate.relative_gap, tol, solver_status)
     if status != "optimal":
         warnings.warn(
             f"{solver} on the listwise problem: certified relative gap ½‖∇f‖²/f = "
-            f"{bounds['relative_gap_bound']:.2e} > tol {tol:.0e} (solver status {solver_status!r}); "
-            "raise max_iter, tighten the solver's tolerances, or use solve_newton",
+            f"{certificate.relative_gap:.2e} > tol {tol:.0e} (solver status {solver_status!r}); "
+            "raise max_iter, tighten the solver's tolerances, or use the solver 'newton'",
             InaccurateSolutionWarning,
             stacklevel=3,
         )
+    extras = extras or {}
     return ListwiseResult(
-        w=w, status=status, objective=f, loss=loss, C=C, pcf=layout.pcf, tol=tol, solver=solver,
-        solver_version=solver_version, solver_status=solver_status, iterations=iterations,
-        setup_time=float(setup_time), solve_time=float(solve_time), history=history, extras=extras or {},
-        **bounds,
+        w=w, status=status, objective=f, qp_objective=math.nan, certificate=certificate,
+        formulation="listwise" if solver == "newton" else "exponential cone", formulation_scale="f",
+        stages=(solver,), solver=solver, solver_version=solver_version, solver_status=solver_status,
+        solver_objective=float(extras.get("solver_objective", math.nan)), iterations=iterations,
+        setup_time=float(setup_time), solve_time=float(solve_time), certify_time=time.perf_counter() - start,
+        primal_residual=0.0, lam=1.0 / (2.0 * C), tol=tol, history=history, extras=extras,
+        loss=loss, grad_norm=bounds["grad_norm"], C=C, pcf=layout.pcf,
     )

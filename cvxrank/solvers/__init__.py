@@ -188,8 +188,8 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
         problem (3) (:class:`~cvxrank.listwise.problem.ListwiseProblem`) goes to
         ``"newton"`` (the ``"auto"`` choice) or an exponential-cone solver
         (``clarabel``, ``ecos``, ``scs``), and comes back as a
-        :class:`~cvxrank.listwise.result.ListwiseResult` (same status rule, certified
-        by the gradient of the 1-strongly convex objective).
+        :class:`~cvxrank.listwise.result.ListwiseResult`, the SolveResult of (3) (its
+        certificate: the gradient of the 1-strongly convex objective).
     solver : str or sequence of str, default "auto"
         A name from :func:`available_solvers` (case-insensitive), a chain of names (tried in
         order, the first certified solution is returned), or a policy:
