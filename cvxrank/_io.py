@@ -14,8 +14,8 @@ import contextlib
 import json
 import math
 import os
+import secrets
 import stat
-import tempfile
 
 from cvxrank.exceptions import ValidationError
 
@@ -117,13 +117,18 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
                 yield fh
         return
     # The temporary file's name is chosen first and the file created inside the ``try``: a
-    # KeyboardInterrupt (or SIGTERM, which the CLI turns into SystemExit) at any point after its
-    # creation reaches the ``finally`` with the name set, so the file is removed.
+    # KeyboardInterrupt (or SIGTERM, which the CLI turns into one) at any point, even inside the
+    # call that creates it, reaches the ``finally`` with the name set, so the file is removed.
     tmp = None
     fd = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cvxrank-", suffix=suffix)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual permissions
+        while fd is None:
+            tmp = os.path.join(folder, f".cvxrank-{secrets.token_hex(6)}{suffix}")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:  # another writer's name: draw again (never remove its file)
+                tmp = None
+        os.chmod(tmp, 0o666 & ~_umask())  # created 0600; a written file gets the usual permissions
         if want_path:
             os.close(fd)
             fd = None

@@ -123,6 +123,16 @@ def test_an_interrupt_leaves_no_temporary_file_and_ends_a_command_with_130(tmp_p
     monkeypatch.setattr(predict, "run", interrupted)
     assert cli.main(["predict", "m.json", "d.letor"]) == 130
     assert capsys.readouterr().err == "cvxrank predict: interrupted\n"
+
+    def closing_after_a_signal(args):  # an interrupt that a cleanup turns into another error
+        try:
+            cli._terminate(signal.SIGTERM, None)
+        finally:
+            raise OSError(9, "Bad file descriptor")
+
+    monkeypatch.setattr(predict, "run", closing_after_a_signal)
+    assert cli.main(["predict", "m.json", "d.letor"]) == 130
+    assert capsys.readouterr().err == "cvxrank predict: interrupted\n"
     monkeypatch.setattr(predict, "run", bug)  # a bug exits 1 and says so, a user error exits 2
     assert cli.main(["predict", "m.json", "d.letor"]) == 1
     err = capsys.readouterr().err

@@ -85,15 +85,21 @@ def main(argv=None) -> int:
     previous = _terminate_as_interrupt()
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warning(args.command)
+    _SIGNALLED.clear()
     try:
-        return args.func(args)
+        try:
+            return args.func(args)
+        except (KeyboardInterrupt, Exception) as exc:
+            if isinstance(exc, KeyboardInterrupt) or _SIGNALLED or _during_interrupt(exc):
+                # An error raised while an interrupt unwinds (a worker pool closing its pipes, say)
+                # is the interrupt's doing, not the user's nor a bug.
+                print(f"cvxrank {args.command}: interrupted", file=sys.stderr)
+                return 130
+            raise
     except USER_ERRORS as exc:
         message = " ".join(str(exc).split()) or type(exc).__name__
         print(f"cvxrank {args.command}: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"cvxrank {args.command}: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:  # anything else is a bug in cvxrank, and says so
         if os.environ.get("CVXRANK_TRACEBACK"):
             raise
@@ -119,7 +125,23 @@ def _one_line_warning(command: str):
     return show
 
 
+#: Signals received during the running command (the handler records them before it raises).
+_SIGNALLED: list = []
+
+
+def _during_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a KeyboardInterrupt was being handled (its context chain)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__context__ or exc.__cause__
+    return False
+
+
 def _terminate(signum, frame):
+    _SIGNALLED.append(signum)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
