@@ -90,7 +90,9 @@ class PathSolver:
         which the native solver reads directly.
     solver : str, default "auto"
         A name of :func:`cvxrank.available_solvers`, or ``"auto"``
-        (:func:`~cvxrank.solvers.registry.choose_solver`).
+        (:func:`~cvxrank.solvers.registry.choose_solver`, which reads the problem as given; with
+        ``formulation="native"``, the pair-free solver that takes the problem's variant). The
+        path forms the problem's pairs once, whatever the solver.
     tol : float, optional
         Certified relative duality gap for status ``"optimal"``; default: the
         solver's own (see :func:`cvxrank.solve`).
@@ -132,13 +134,18 @@ class PathSolver:
     def __init__(self, problem, *, formulation: str = "auto", solver: str = "auto", tol: float | None = None,
                  warm_start: bool | None = None, costs: str = "scale", verbose: bool = False, **options):
         problem = _as_problem(problem, "PathSolver")
-        pairs = problem.pairs
         valid = FORMULATIONS + ("auto", "native")
         if formulation not in valid:
             raise ValidationError(f"unknown formulation {formulation!r}; choose one of {', '.join(valid)}")
         name = str(solver).lower()
-        if name == "auto":
-            name = choose_solver(problem, "native" if formulation == "native" else formulation)
+        if name == "auto":  # chosen before the pairs are formed: choose_solver counts them without
+            if formulation == "native":
+                name = next(s.name for s in SOLVERS.values() if s.pairfree and s.accepts(problem.variant))
+            else:
+                name = choose_solver(problem, formulation)
+                if SOLVERS[name].kind == "native":
+                    formulation = "native"
+        pairs = problem.pairs
         if name not in available_solvers():
             raise ValidationError(f"unknown solver {solver!r}; installed: {', '.join(available_solvers())}")
         if costs not in COST_PARAMETRIZATIONS:

@@ -17,9 +17,11 @@ Its :class:`Certificate` proves how close ``w`` is to the minimiser ``w*``: a ga
 
 because ``M`` is 1-strongly convex in ``w`` (``½‖w − w*‖² ≤ M(w) − M(w*) ≤ G_M``).
 
-Every backend hands its ``w`` and a :class:`BackendReport` to :func:`finish`, which certifies
-``w`` (:func:`certify_solution`), judges the status from the certificate, never from the backend's
-word (:func:`judge_status`), and warns when the status is short of ``"optimal"``.
+Every pairwise backend hands its ``w`` and a :class:`BackendReport` to :func:`finish`, which
+certifies ``w`` (:func:`certify_solution`), judges the status from the certificate, never from the
+backend's word (:func:`judge_status`), and warns when the status is short of ``"optimal"``. The
+listwise backends certify by the gradient (:func:`cvxrank.listwise.result.make_result`) and judge
+with the same :func:`judge_status`.
 """
 
 from __future__ import annotations

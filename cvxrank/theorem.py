@@ -43,7 +43,7 @@ import pandas as pd
 from cvxrank._validation import POSITIVE_INT, check, check_time_limit
 from cvxrank.costs import DEFAULT_LAM, Costs, check_lam
 from cvxrank.data import RankingData
-from cvxrank.exceptions import InaccurateSolutionWarning, SolverError, ValidationError
+from cvxrank.exceptions import CvxrankError, InaccurateSolutionWarning, SolverError, ValidationError
 from cvxrank.formulations import FORMULATIONS, build
 from cvxrank.objectives import hinge_objective, qp_objective
 from cvxrank.pairs import PairSet, make_pairs
@@ -203,7 +203,7 @@ def _run(problem, form, solver, work_limit, time_limit):
             warnings.simplefilter("ignore", InaccurateSolutionWarning)
             target = problem if spec.kind == "native" else build(problem, formulation=form)
             res = solve(target, solver, **options)
-    except SolverError as exc:
+    except CvxrankError as exc:  # a solver failure, a refusal (per-pair weights for cutting_plane), a budget
         return {"formulation": form or "", "solver": solver, "status": "error", "verdict": "error",
                 "work_limit": work_limit, "note": " ".join(str(exc).split()), "time": time.perf_counter() - start}
     elapsed = time.perf_counter() - start
@@ -346,7 +346,8 @@ def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam:
     rows_planned = plan_rows(solvers, formulations, work_limits)
     if reference not in installed_cvxpy_solvers():
         raise ValidationError(f"reference solver {reference!r} is not an installed CVXPY solver")
-    ref_limit = dict(work_limits or {}).get(reference, get_spec(reference).work_limit)
+    ref_limit = {str(k).lower(): v for k, v in dict(work_limits or {}).items()}.get(reference,
+                                                                                    get_spec(reference).work_limit)
 
     rows = []
     with _progress_bar(len(rows_planned) + 1, progress) as bar:

@@ -155,7 +155,7 @@ def test_verify_on_a_letor_file(tmp_path, capsys):
     (["verify", "--work-limit", "ecos"], "is not SOLVER=N"),
     (["verify", "--work-limit", "ecos=-3"], "is not SOLVER=N"),
     (["verify", "--solvers", "clarabel", "--work-limit", "ecos=3"], "not run"),
-    (["verify", "--time-limit", "0"], "--time-limit must be a positive number"),
+    (["verify", "--time-limit", "0"], "--time-limit must be a positive finite number"),
     (["verify", "--json", "/nonexistent/dir/out.json", "--solvers", "clarabel"], "does not exist"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, capsys):

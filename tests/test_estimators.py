@@ -279,3 +279,13 @@ def test_fallback_chain_from_the_estimator(data):
     attempts = model.result_.extras["attempts"]
     assert attempts[0]["solver"] == "clarabel" and attempts[0]["status"] != "optimal"
     assert_agree(model.result_, RankSVM(lam=0.5).fit(data).result_)
+
+
+def test_max_iter_reaches_every_solver_of_the_fallback_chain(data):
+    from cvxrank.exceptions import InaccurateSolutionWarning
+
+    with pytest.warns(InaccurateSolutionWarning):
+        model = RankSVM(solver="fallback", max_iter=1).fit(data)
+    attempts = model.result_.extras["attempts"]
+    assert [a["solver"] for a in attempts][:2] == ["clarabel", "ecos"]
+    assert not model.result_.found  # one iteration certifies nothing, in any solver of the chain

@@ -1,4 +1,4 @@
-"""Each memory estimate of :mod:`cvxrank._memory` against what its operation provably holds (issue 13).
+"""Each memory estimate of :mod:`cvxrank._memory` against what its operation provably holds.
 
 An estimate decides whether work is refused before it starts, so it must never be below the bytes the
 operation's own results occupy: the data a reader returns, the arrays a generator draws, the copy of ``D``

@@ -139,24 +139,61 @@ def test_a_solver_that_cannot_take_the_variant_says_what_blocks():
         solve(problem, "cutting_plane")
 
 
-@pytest.mark.parametrize("call", [
-    lambda p: cr.solve_pairfree(p.data, lam=p.lam),
-    lambda p: importlib.import_module("cvxrank.native.cutting_plane").solve_cutting_plane(p),
-    lambda p: cr.solve_with_fallback(p.with_variant(cr.variants.Variant()), ["clarabel"]),
+@pytest.mark.parametrize("old, new", [
+    (lambda p: cr.solve_pairfree(p.data, lam=p.lam), lambda p: solve(p, "cutting_plane")),
+    (lambda p: importlib.import_module("cvxrank.native.cutting_plane").solve_cutting_plane(p),
+     lambda p: solve(p, "cutting_plane")),
+    (lambda p: importlib.import_module("cvxrank.native.truncated_newton").solve_truncated_newton(
+        p.with_variant(cr.variants.Variant(loss="squared_hinge"))),
+     lambda p: solve(p.with_variant(cr.variants.Variant(loss="squared_hinge")), "truncated_newton")),
+    (lambda p: cr.solve_with_fallback(p, ["clarabel"]), lambda p: solve(p, ["clarabel"])),
 ])
-def test_the_old_doors_warn_and_lead_to_the_same_solution(call):
-    problem = _problem()
+def test_the_old_doors_warn_and_lead_to_the_same_solution(old, new):
+    problem = cr.RankingProblem(cr.make_ranking(n_queries=4, docs_per_query=(5, 8), n_features=3, random_state=0),
+                                lam=0.3)
     with pytest.warns(DeprecationWarning, match="cvxrank.solve"):
-        res = call(problem)
-    assert res.found
+        a = old(problem)
+    b = new(problem)
+    assert a.found and b.found
+    assert np.linalg.norm(a.w - b.w) <= a.distance_bound + b.distance_bound
+
+
+def test_a_chain_hands_the_problem_itself_to_each_solver():
+    """A native solver in a chain reads the problem pair-free: the chain compiles nothing first."""
+    problem = _problem()
+    res = solve(problem, ["cutting_plane"])
+    assert res.found and res.formulation == "pairfree" and not problem.has_pairs
+    with pytest.raises(ValidationError, match="not in it"):
+        solve(problem, ["clarabel"], osqp={"max_iter": 3})
+
+
+def test_listwise_problems_take_one_solver_not_a_chain():
+    from cvxrank.listwise import ListwiseProblem
+
+    problem = ListwiseProblem(cr.make_ranking(n_queries=2, docs_per_query=4, n_features=2, random_state=0))
+    for chain in ("fallback", ["newton", "clarabel"]):
+        with pytest.raises(ValidationError, match="are for the pairwise problems; solve the listwise problem with one"):
+            solve(problem, chain)
 
 
 def test_one_default_lambda():
+    """Every default λ of cvxrank is DEFAULT_LAM (the command line writes the number: it must agree)."""
+    import inspect
+
+    from cvxrank.cli import build_parser
+    from cvxrank.estimators import RankSVM
+    from cvxrank.path import PathSolver
+    from cvxrank.study import CostSetting
+
     data = cr.make_ranking(n_queries=2, random_state=0)
     assert cr.RankingProblem(data).lam == cr.DEFAULT_LAM
-    from cvxrank.estimators import RankSVM
-
     assert RankSVM().fit(data).lam_ == cr.DEFAULT_LAM
+    assert CostSetting().lam == cr.DEFAULT_LAM
+    assert inspect.signature(cr.verify_theorem1).parameters["lam"].default == cr.DEFAULT_LAM
+    assert PathSolver(cr.RankingProblem(cr.make_pairs(data))).solve().lam == cr.DEFAULT_LAM
+    parser = build_parser()
+    assert float(parser.parse_args(["compare", "--out", "x"]).lams) == cr.DEFAULT_LAM
+    assert parser.parse_args(["bench", "formulations"]).lam == cr.DEFAULT_LAM
 
 
 def test_the_listwise_problem_goes_through_the_same_door():

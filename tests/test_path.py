@@ -174,3 +174,9 @@ def test_the_path_takes_a_problem_and_its_costs(pairs):
     assert PathSolver(problem).solve().lam == 0.3
     with pytest.warns(DeprecationWarning, match="RankingProblem"):
         PathSolver(pairs)
+
+
+def test_auto_picks_the_pair_free_solver_for_a_native_path(pairs):
+    path = PathSolver(RankingProblem(pairs), formulation="native")
+    assert path.solver == "cutting_plane"
+    assert [path.solve(lam=lam).found for lam in (1.0, 0.3)] == [True, True]

@@ -6,7 +6,7 @@ import pytest
 
 from cvxrank.exceptions import InaccurateSolutionWarning, SolverError, SolverNotAvailableError, ValidationError
 from cvxrank.formulations import build, build_dual, build_hinge, build_primal
-from cvxrank.objectives import dual_objective, hinge_objective, qp_objective
+from cvxrank.objectives import dual_objective
 from cvxrank.pairs import preference_pairs
 from cvxrank.solvers import SOLVERS, available_solvers, certify, solve
 from tests.conftest import CORE_CVXPY, Instance, assert_agree, brute_force_pairs

@@ -162,7 +162,7 @@ def test_bad_arguments():
 
 @pytest.mark.slow
 def test_the_default_rows_certify_the_lightgbm_file():
-    """The issue's case: 13,543 pairs and 300 features; every default row certifies within its work limit,
+    """The real LightGBM sample: 13,543 pairs and 300 features; every default row certifies within its work limit,
     so the verdicts are the same on a quiet and on a busy machine (about a minute on 2 cores)."""
     from cvxrank.data import load_letor
     from tests.conftest import LIGHTGBM_DIR
@@ -174,3 +174,14 @@ def test_the_default_rows_certify_the_lightgbm_file():
     assert (df["verdict"] == "pass").all(), df.drop(columns=["note"]).to_string()
     assert df.attrs["verified"] and df.attrs["n_pairs"] == 13_543 and df.attrs["time_limit"] is None
     assert all(w <= limit for w, limit in zip(df["work"], df["work_limit"]))
+
+
+def test_a_solver_that_refuses_the_problem_is_an_error_row_not_an_abort():
+    """Per-pair weights: cutting_plane refuses them (they are no (query, grade pair) table); its row says
+    so and the other rows are still judged."""
+    pairs = make_pairs(make_ranking(n_queries=4, random_state=0))
+    problem = RankingProblem(pairs, weights=np.linspace(0.5, 2.0, pairs.n_pairs), lam=0.3)
+    df = verify_theorem1(problem, solvers=["clarabel", "cutting_plane"], formulations=("primal",))
+    row = df[df.solver == "cutting_plane"].iloc[0]
+    assert row["verdict"] == "error" and "per (query, grade pair)" in row["note"]
+    assert df.loc[df.solver == "clarabel", "verdict"].tolist() == ["pass"]

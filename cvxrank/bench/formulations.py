@@ -45,7 +45,8 @@ HEADLINE_RUNS = ("auto/scale", "primal/scale", "primal/per_pair", "auto/per_pair
 
 def add_arguments(parser) -> None:
     parser.add_argument("--queries", type=int, default=106, help="headline: OHSUMED-like queries (default 106)")
-    parser.add_argument("--lam", type=float, default=1.0, help="lambda of (9)/SIGIR; C = 1/(2 lambda) (default 1)")
+    parser.add_argument("--lam", type=float, default=0.5,
+                        help="lambda of (9)/SIGIR; C = 1/(2 lambda) (default 0.5, cvxrank.DEFAULT_LAM)")
     parser.add_argument("--tol", type=float, default=1e-6, help="certified relative gap and solver tolerance "
                                                                 "(default 1e-6)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")

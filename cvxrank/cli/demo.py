@@ -129,7 +129,6 @@ def _move_into_place(tmp: str, out: str) -> None:
 
 
 def run(args) -> int:
-    import numpy as np
 
     from cvxrank.datasets import make_ranking
     from cvxrank.experiments.cv import cross_validate, query_folds

@@ -28,10 +28,10 @@ FIGURES = ("fig2_simulation.png", "fig3_ndcg_at_n.png", "sigir_fig2_hinge.png")
 
 
 def add_arguments(parser) -> None:
-    from cvxrank.experiments._defaults import DEFAULT_LAM
+    from cvxrank.experiments._defaults import SIMULATION_LAM
 
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated data (default 0)")
-    parser.add_argument("--lam", type=float, default=DEFAULT_LAM, help=f"lambda of the hinge form (default {DEFAULT_LAM})")
+    parser.add_argument("--lam", type=float, default=SIMULATION_LAM, help=f"lambda of the hinge form (default {SIMULATION_LAM})")
     parser.add_argument("--tau", metavar="H-L=V,...|estimate",
                         help="tau of the cost-sensitive method per grade pair, or 'estimate' "
                              "(default 2-1=1,2-0=1,1-0=0.1)")

@@ -155,6 +155,7 @@ def legend(df) -> str:
 def run(args) -> int:
     from tqdm.auto import tqdm
 
+    from cvxrank._validation import POSITIVE, check
     from cvxrank.costs import DEFAULT_LAM, Costs, check_lam
     from cvxrank.theorem import plan_rows, verify_theorem1
 
@@ -165,10 +166,8 @@ def run(args) -> int:
     work_limits = parse_work_limits(args.work_limit)
     solvers, formulations = split(args.solvers), split(args.formulations)
     rows = plan_rows(solvers, formulations, work_limits)  # checked before any data is read or solved
-    if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
-        from cvxrank.exceptions import ValidationError
-
-        raise ValidationError(f"--time-limit must be a positive number of seconds, got {args.time_limit:g}")
+    if args.time_limit is not None:
+        check("--time-limit", args.time_limit, POSITIVE)
     check_outputs([args.json], [args.data])  # before the solves, never onto the data
     data, desc = data_from_args(args)
     print(f"Theorem 1 (Cao et al., SIGIR 2006) checked numerically; {desc}; lambda = {args.lam:g}; "

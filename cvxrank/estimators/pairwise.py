@@ -29,13 +29,13 @@ from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS, build, build_hinge
 from cvxrank.pairs import make_pairs
 from cvxrank.problem import RankingProblem
-from cvxrank.solvers import solve
+from cvxrank.solvers import FALLBACK_CHAIN, solve
 from cvxrank.solvers.registry import AUTO_PAIRFREE_PAIRS, SOLVERS, choose_solver, max_iter_options
 from cvxrank.variants import Variant
 
 __all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS", "tau_table"]
 
-#: The pair-free solvers, in the order ``solver="auto"`` tries them.
+#: The pair-free solvers (``solver="auto"`` picks one of them through :func:`~cvxrank.solvers.registry.choose_solver`).
 PAIRFREE_SOLVERS = tuple(spec.name for spec in SOLVERS.values() if spec.pairfree)
 
 
@@ -82,7 +82,10 @@ class _PairwiseRanker(BaseRanker):
     def _options(self, solver: str) -> dict:
         options = dict(self.solver_options or {})
         if solver == "fallback":  # {solver: {option: value}}, read by the fallback policy of solve()
-            return options
+            if self.max_iter is None:
+                return options
+            return {name: {**max_iter_options(name, self.max_iter), **dict(options.get(name) or {})}
+                    for name in FALLBACK_CHAIN}
         if self.max_iter is not None:
             options = {**max_iter_options(solver, self.max_iter), **options}
         return options

@@ -16,16 +16,16 @@ _SIMULATION = ("ECML_NS", "ECML_TAU", "METHODS", "METHOD_LABELS", "PAPER_ECML", 
 def __getattr__(name):
     """The names of :mod:`cvxrank.experiments.simulation`, imported on first use (PEP 562), so that
     ``cvxrank.experiments._defaults`` (read by ``cvxrank simulate --help``) does not load CVXPY."""
-    if name == "DEFAULT_LAM":
-        from cvxrank.experiments._defaults import DEFAULT_LAM
-        return DEFAULT_LAM
+    if name == "SIMULATION_LAM":
+        from cvxrank.experiments._defaults import SIMULATION_LAM
+        return SIMULATION_LAM
     if name not in _SIMULATION:
         raise AttributeError(f"module 'cvxrank.experiments' has no attribute {name!r}")
     return getattr(importlib.import_module("cvxrank.experiments.simulation"), name)
 
 
 __all__ = [
-    "DEFAULT_LAM",
+    "SIMULATION_LAM",
     "ECML_NS",
     "ECML_TAU",
     "METHODS",

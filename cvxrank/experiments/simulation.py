@@ -27,14 +27,14 @@ from cvxrank.costs import check_lam, estimate_tau, pair_weights
 from cvxrank.data import RankingData
 from cvxrank.datasets import ECML_SIZES, make_ecml_simulation
 from cvxrank.exceptions import ValidationError
-from cvxrank.experiments._defaults import DEFAULT_LAM
+from cvxrank.experiments._defaults import SIMULATION_LAM
 from cvxrank.formulations import build
 from cvxrank.metrics import ndcg_score
 from cvxrank.pairs import make_pairs
 from cvxrank.solvers import SolveResult, solve
 
 __all__ = [
-    "DEFAULT_LAM",
+    "SIMULATION_LAM",
     "ECML_NS",
     "ECML_TAU",
     "METHODS",
@@ -275,7 +275,7 @@ def _estimated_tau(data, T, random_state, tau_floor):
     return tau, table
 
 
-def run_ecml_simulation(*, random_state=0, lam: float = DEFAULT_LAM, tau=None, solver: str = "clarabel",
+def run_ecml_simulation(*, random_state=0, lam: float = SIMULATION_LAM, tau=None, solver: str = "clarabel",
                         ns=ECML_NS, sizes=ECML_SIZES, formulation: str = "dual", tol: float = 1e-6,
                         estimate_T: int | None = None, tau_floor: float = 0.01,
                         solver_options: dict | None = None) -> SimulationResult:
@@ -292,7 +292,7 @@ def run_ecml_simulation(*, random_state=0, lam: float = DEFAULT_LAM, tau=None, s
     random_state : int or None, default 0
         Seed of the data (:func:`cvxrank.make_ecml_simulation`) and of a ``τ`` estimate.
     lam : float, default 0.25
-        ``λ`` of the hinge form; see :data:`DEFAULT_LAM`.
+        ``λ`` of the hinge form; see :data:`SIMULATION_LAM`.
     tau : None, mapping or "estimate"
         None: :data:`ECML_TAU` (large on 2-1 and 2-0, small on 1-0). A mapping
         ``{(higher, lower): value}`` over grades 0, 1, 2. ``"estimate"``: the

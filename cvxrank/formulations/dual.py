@@ -6,7 +6,6 @@ import cvxpy as cp
 import numpy as np
 
 from cvxrank.formulations.base import Formulation, as_problem, check_states, cost_parameters
-from cvxrank.pairs import PairSet
 
 __all__ = ["build_dual"]
 

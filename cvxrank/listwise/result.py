@@ -97,6 +97,11 @@ class ListwiseResult(SolveResult):
     pcf: float | None
 
     @property
+    def hinge_objective(self) -> float:
+        """nan: the listwise problem has no hinge objective (9); ``objective`` is ``f(w)`` of (3)."""
+        return math.nan
+
+    @property
     def gap_bound(self) -> float:
         """``½‖∇f(w)‖²``, a certified bound on ``f(w) − f*``."""
         return self.certificate.gap_L

@@ -38,8 +38,8 @@ from cvxrank.native.cutting_plane import (
     CuttingPlaneRun,
     certifiable_gap,
     cutting_plane,
-    solve_cutting_plane,
-    solve_pairfree,
+    solve_cutting_plane,  # noqa: F401 (deprecated alias of solve(problem, "cutting_plane"))
+    solve_pairfree,  # noqa: F401 (deprecated alias of solve(problem, "cutting_plane"))
 )
 from cvxrank.native.oracle import OracleResult, PairFreeOracle
 

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from cvxrank._validation import Interval, check
-from cvxrank.costs import DEFAULT_LAM, check_lam
+from cvxrank.costs import check_lam
 from cvxrank.data import RankingData
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
@@ -338,14 +338,14 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
 
 
 # -- SolveResult front ends ----------------------------------------------------
-def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = DEFAULT_LAM, tol: float = 1e-6,
+def solve_pairfree(data: RankingData, *, tau=None, mu=None, lam: float = 1.0, tol: float = 1e-6,
                    max_iter: int = 10_000, time_limit: float | None = None, verbose: bool = False,
                    warm_start_w=None, client=None, **options):
     """Deprecated: ``cvxrank.solve(RankingProblem(data, tau=tau, mu=mu, lam=lam), "cutting_plane", ...)``.
 
-    The same solve (the papers' hinge problem (9) without forming pairs), through the one door;
-    ``lam`` defaults to :data:`cvxrank.costs.DEFAULT_LAM` as everywhere. The other arguments are
-    those of ``solve(problem, "cutting_plane")``.
+    The same solve (the papers' hinge problem (9) without forming pairs). Its arguments are
+    those of ``solve(problem, "cutting_plane")``; ``lam`` keeps this function's old default, 1.0,
+    while it is deprecated (the problem's default is :data:`cvxrank.costs.DEFAULT_LAM`, 0.5).
     """
     warnings.warn("solve_pairfree is deprecated: use cvxrank.solve(RankingProblem(data, tau=..., mu=..., lam=...), "
                   "'cutting_plane', ...), the one door to every solver", DeprecationWarning, stacklevel=2)
@@ -366,8 +366,8 @@ def solve_cutting_plane(problem, **options):
 def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 10_000,
            time_limit: float | None = None, warm_start_w=None, client=None, **options):
     """The backend of ``solve(problem, "cutting_plane")``: the pair-free cutting-plane method.
- A problem made from
-    documents is solved without forming its pairs (the costs become a
+
+    A problem made from documents is solved without forming its pairs (the costs become a
     (query, grade pair) table, :func:`~cvxrank.native.costs.cost_table`); a
     problem on a pair set needs its weights to be one value per (query,
     grade pair) and the pairs to be all the within-query pairs of the data

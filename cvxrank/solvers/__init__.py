@@ -49,7 +49,7 @@ from cvxrank.native.truncated_newton import truncated_newton
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import Certificate, SolveResult
 from cvxrank.solvers.cvxpy_backend import installed_cvxpy_solvers, solve_cvxpy
-from cvxrank.solvers.fallback import FALLBACK_CHAIN, run_chain, solve_with_fallback
+from cvxrank.solvers.fallback import FALLBACK_CHAIN, run_chain, solve_with_fallback  # noqa: F401 (deprecated alias)
 from cvxrank.solvers.gd import _solve as _gd
 from cvxrank.solvers.registry import (
     POLICIES,
@@ -128,6 +128,9 @@ def _check_call(spec: SolverSpec, tol, options: dict) -> float:
 
 def _solve_listwise(problem, solver, tol, warm_start, verbose, options):
     """``solve`` for the listwise problem (3): Newton (the default of ``"auto"``) or an exponential-cone solver."""
+    if isinstance(solver, (list, tuple)) or str(solver).lower() == "fallback":
+        raise ValidationError("chains of solvers and the fallback policy are for the pairwise problems; solve the "
+                              f"listwise problem with one of {', '.join(available_solvers('listwise'))}")
     name = "newton" if str(solver).lower() == "auto" else str(solver).lower()
     spec = get_spec(name)
     able = available_solvers("listwise")
@@ -200,7 +203,8 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
     tol : float, optional
         Relative duality-gap tolerance in (0, 1): a solution is ``"optimal"`` only if its
         certified relative gap is at most ``tol``; native solvers stop there. Default: the
-        solver's own (:attr:`SolverSpec.default_tol`: 1e-6, and 1e-4 for ``subgradient``).
+        solver's own (:attr:`SolverSpec.default_tol`: 1e-6; 1e-4 for ``subgradient``; 1e-8
+        for ``newton``).
     formulation : str, default "auto"
         With a problem and a CVXPY solver: which formulation to compile (:func:`cvxrank.build`).
         Ignored for a Formulation and for native solvers.
@@ -250,20 +254,22 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
     else:
         raise ValidationError(f"solve takes a RankingProblem, a Formulation or a ListwiseProblem, got "
                               f"{type(problem).__name__}")
-    chain = solver if isinstance(solver, (list, tuple)) else FALLBACK_CHAIN if str(solver).lower() == "fallback" else None
+    chain = (solver if isinstance(solver, (list, tuple))
+             else FALLBACK_CHAIN if str(solver).lower() == "fallback" else None)
     if chain is not None:
         if warm_start not in (None, False, True):
             raise ValidationError("warm_start with a chain of solvers is True or False")
         check_names(options, SOLVERS, "a chain of solvers (its options are one dict per solver name)")
+        check_names(options, [str(s).lower() for s in chain], "this chain of solvers (options for a solver not in it)")
         for each, given in options.items():
             valid = solver_options(each)
             if not isinstance(given, dict):
                 raise ValidationError(f"the options of {each!r} in a chain are a dict, got {type(given).__name__}")
             if valid is not None:
                 check_names(given, valid, f"the solver {each!r}")
-        target = form if form is not None else build(ranking, formulation=formulation)
-        return run_chain(target, chain, tol=1e-6 if tol is None else check_tol(tol), options=options,
-                         warm_start=bool(warm_start), verbose=verbose)
+        # The problem itself: each CVXPY attempt compiles it, a native one reads it (pair-free where it can).
+        return run_chain(form if form is not None else ranking, chain, tol=None if tol is None else check_tol(tol),
+                         options=options, warm_start=bool(warm_start), verbose=verbose, formulation=formulation)
     name = str(solver).lower()
     if name == "auto":
         name = "clarabel" if form is not None else choose_solver(ranking, formulation)
@@ -287,8 +293,8 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
         ranking.check_size("pairfree" if spec.pairfree else "native")
         if spec.pairfree:
             return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, **options)
-        name = form.name if form is not None else "hinge"
-        return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, formulation=name, **options)
+        # They step on the hinge form (9) whatever Formulation they were handed: that is what they solved.
+        return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, formulation="hinge", **options)
     ranking.check_size("lifted" if (form.name if form is not None else formulation) == "lifted" else "cvxpy")
     if not spec.installed():
         raise SolverNotAvailableError(

@@ -72,8 +72,8 @@ def solve_with_fallback(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6,
     return run_chain(problem, solvers, tol=tol, options=options, warm_start=warm_start, verbose=verbose)
 
 
-def run_chain(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6, options: dict | None = None,
-              warm_start: bool = False, verbose: bool = False) -> SolveResult:
+def run_chain(problem, solvers=FALLBACK_CHAIN, *, tol: float | None = None, options: dict | None = None,
+              warm_start: bool = False, verbose: bool = False, formulation: str = "auto") -> SolveResult:
     """Solve with the first solver of a chain whose solution passes the certificate.
 
     What ``cvxrank.solve(problem, "fallback")`` (the default chain) and
@@ -93,12 +93,16 @@ def run_chain(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6, options: di
     solvers : sequence of str or str, default :data:`FALLBACK_CHAIN`
         The chain, in order. A single name means that solver first, then
         :data:`FALLBACK_CHAIN`.
-    tol : float, default 1e-6
-        Certified relative duality gap required for ``"optimal"``.
+    tol : float, optional
+        Certified relative duality gap required for ``"optimal"``; default: each solver's own
+        (:attr:`~cvxrank.solvers.registry.SolverSpec.default_tol`).
     options : dict of str to dict, optional
         Options per solver, e.g. ``{"osqp": {"max_iter": 1000}}``.
     warm_start, verbose : bool
         Passed to :func:`cvxrank.solve`.
+    formulation : str, default "auto"
+        The formulation a CVXPY solver compiles a RankingProblem into; native solvers read the
+        problem itself (pair-free where they can).
 
     Returns
     -------
@@ -144,8 +148,8 @@ def run_chain(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6, options: di
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InaccurateSolutionWarning)  # judged below, warned once
-                result = solve(problem, name, tol=tol, warm_start=warm_start, verbose=verbose,
-                               **options.get(name, {}))
+                result = solve(problem, name, tol=tol, formulation=formulation, warm_start=warm_start,
+                               verbose=verbose, **options.get(name, {}))
         except CvxrankError as exc:
             attempts.append({"solver": name, "status": "error", "relative_gap": math.nan,
                              "time": time.perf_counter() - start, "message": " ".join(str(exc).split())})
@@ -166,8 +170,10 @@ def run_chain(problem, solvers=FALLBACK_CHAIN, *, tol: float = 1e-6, options: di
         raise SolverError(f"every solver of the fallback chain failed on the {_name(problem)}: {tried}")
     best = min(results, key=lambda r: r.relative_gap if not math.isnan(r.relative_gap) else math.inf)
     best.extras["attempts"] = attempts
+    wanted = "its own tolerance" if tol is None else f"a relative gap <= {tol:.0e}"
     warnings.warn(
-        f"no solver of the fallback chain certified a relative gap <= {tol:.0e} on the {_name(problem)}; returning {best.solver}'s solution (status {best.status!r}). Attempts: {tried}",
+        f"no solver of the fallback chain certified {wanted} on the {_name(problem)}; returning "
+        f"{best.solver}'s solution (status {best.status!r}). Attempts: {tried}",
         InaccurateSolutionWarning, stacklevel=2,
     )
     return best

@@ -16,7 +16,7 @@ from importlib import metadata
 from cvxrank.exceptions import SolverNotAvailableError
 
 __all__ = ["AUTO_PAIRFREE_PAIRS", "POLICIES", "SOLVERS", "SolverSpec", "choose_solver", "fallback_chain", "get_spec",
-           "max_iter_options", "time_limit_options"]
+           "max_iter_options"]
 
 
 def _osqp_polish_option() -> str:
@@ -147,7 +147,7 @@ _C = "cvxpy"
 _N = "native"
 
 #: Keyword arguments of CVXPY's own ``Problem.solve`` that cvxrank passes through.
-_CVXPY_SOLVE = ("ignore_dpp", "canon_backend", "enforce_dpp")
+_CVXPY_SOLVE = ("ignore_dpp", "canon_backend", "enforce_dpp", "use_quad_obj")
 
 
 def _clarabel_options() -> frozenset:
@@ -280,9 +280,3 @@ def max_iter_options(name, n: int) -> dict:
     """The iteration cap ``n`` under ``name``'s own option name (``max_iter`` for unknown solvers)."""
     key = str(name).lower()
     return SOLVERS[key].max_iter(n) if key in SOLVERS else {"max_iter": int(n)}
-
-
-def time_limit_options(name, seconds: float) -> dict:
-    """A time limit under ``name``'s own option name (empty when the solver has none)."""
-    key = str(name).lower()
-    return SOLVERS[key].time_limit(seconds) if key in SOLVERS else {}
