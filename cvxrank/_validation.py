@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["FINITE", "NONNEG_INT", "POSITIVE", "POSITIVE_INT", "TOL", "Interval", "Options", "check", "check_each",
+__all__ = ["FINITE", "MIN_TOL", "NONNEG_INT", "POSITIVE", "POSITIVE_INT", "SEED", "TIMEOUT", "TOL", "Interval", "Options", "check", "check_each",
            "check_max_iter", "check_names", "check_time_limit", "check_tol"]
 
 
@@ -57,7 +57,7 @@ class Interval:
     """A real (or integer) number between ``left`` and ``right`` (None: unbounded).
 
     ``closed`` is ``"both"``, ``"left"``, ``"right"`` or ``"neither"``; ``integer`` asks for an
-    integral value; ``none`` admits None.
+    integral value; ``none`` admits None; ``why``, when given, is said after the range in a refusal.
     """
 
     left: float | None = None
@@ -65,6 +65,7 @@ class Interval:
     closed: str = "both"
     integer: bool = False
     none: bool = False
+    why: str = ""
 
     def admits(self, value) -> bool:
         if value is None:
@@ -100,7 +101,7 @@ class Interval:
             text = f"{kind} {'<=' if hi_in else '<'} {_num(right)}"
         else:
             text = kind
-        return text + (" or None" if self.none else "")
+        return text + (" or None" if self.none else "") + (f" ({self.why})" if self.why else "")
 
 
 def _num(x) -> str:
@@ -121,13 +122,23 @@ class Options:
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
-#: A relative duality-gap tolerance.
-TOL = Interval(0, 1, closed="neither")
+#: The smallest relative gap a tolerance may ask for: the objective and its lower bound are sums
+#: rounded in float64, so a relative gap below a few machine epsilons (``4.4 ε ≈ 1e-15``) cannot be
+#: certified, and a smaller ``tol`` would only make "optimal" mean nothing.
+MIN_TOL = 1e-15
+#: A relative duality-gap tolerance, in ``[MIN_TOL, 1)``.
+TOL = Interval(MIN_TOL, 1, closed="left",
+               why="below about 4.4 float64 epsilons no relative duality gap can be certified")
 #: An iteration or oracle-call cap.
 POSITIVE_INT = Interval(1, None, integer=True)
 NONNEG_INT = Interval(0, None, integer=True)
 #: A positive finite number (seconds, a step, a radius).
 POSITIVE = Interval(0, math.inf, closed="neither")
+#: A wait in seconds (a worker's time limit): Python's clocks hold about 9.2e9 s (int64 nanoseconds), and a
+#: longer wait overflows inside ``Connection.poll``; 1e9 s (about 31 years) means "no limit" in practice.
+TIMEOUT = Interval(0, 1e9, closed="right", why="longer waits overflow the clock")
+#: A data seed: numpy's legacy generators and the generated instances take ``0 <= seed < 2**32``.
+SEED = Interval(0, 2**32, closed="left", integer=True)
 #: Any finite number (not NaN, not ±inf).
 FINITE = Interval(-math.inf, math.inf, closed="neither")
 
@@ -142,7 +153,15 @@ def check(name: str, value, constraint):
 
 
 def check_tol(tol, name: str = "tol") -> float:
-    """A relative-gap tolerance in (0, 1)."""
+    """A relative-gap tolerance in ``[MIN_TOL, 1)`` (:data:`TOL`).
+
+    Examples
+    --------
+    >>> check_tol(1e-300)
+    Traceback (most recent call last):
+    ...
+    cvxrank.exceptions.ValidationError: tol must be a number in [1e-15, 1) (below about 4.4 float64 epsilons no relative duality gap can be certified), got 1e-300
+    """
     return check(name, tol, TOL)
 
 
