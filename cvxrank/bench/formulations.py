@@ -228,11 +228,27 @@ def report(head, shape_rows, args) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    from cvxrank.exceptions import CvxrankError
+def check_args(args) -> None:
+    """Refuse any option no run could use, in one line, before the first (maybe half-hour) run."""
+    from cvxrank._validation import POSITIVE_INT, SEED, TIMEOUT, TOL, Interval
+    from cvxrank.bench._checks import check_lam_option, check_option, number_list
+    from cvxrank.exceptions import ValidationError
 
     if args.skip_headline and args.skip_shapes:
-        raise CvxrankError("nothing to do: both parts skipped")
+        raise ValidationError("nothing to do: both parts skipped")
+    check_option("queries", args.queries, POSITIVE_INT)
+    check_lam_option("lam", args.lam)
+    check_option("tol", args.tol, TOL)
+    check_option("timeout", args.timeout, TIMEOUT)
+    # a query of d documents in 3 equal grades has pairs only from d = 2; 3 puts one document in each grade
+    number_list("shapes", args.shapes, Interval(3, None, integer=True), kind=int)
+    check_option("shape-pairs", args.shape_pairs, POSITIVE_INT)
+    check_option("features", args.features, POSITIVE_INT)
+    check_option("seed", args.seed, SEED)
+
+
+def run(args) -> int:
+    check_args(args)
     head = None if args.skip_headline else headline(args)
     shape_rows = [] if args.skip_shapes else shapes(args)
     if args.json:

@@ -93,6 +93,8 @@ def run(args) -> int:
 
     from sklearn.datasets import load_svmlight_file
 
+    from cvxrank._validation import POSITIVE_INT
+    from cvxrank.bench._checks import check_option
     from cvxrank.data import load_letor
     from cvxrank.exceptions import CvxrankError
 
@@ -101,8 +103,7 @@ def run(args) -> int:
         raise CvxrankError("--sizes needs at least 3 sizes of at least 1000 lines spanning at least 4x, "
                            f"got {args.sizes!r}")
     for name in ("features", "big_features", "big_lines", "qid_max_lines"):
-        if getattr(args, name) < 1:
-            raise CvxrankError(f"--{name.replace('_', '-')} must be positive")
+        check_option(name.replace("_", "-"), getattr(args, name), POSITIVE_INT)
     folder = args.dir or os.path.join(tempfile.gettempdir(), "cvxrank-bench-io")
     os.makedirs(folder, exist_ok=True)
     result = {"scaling": [], "big": None}

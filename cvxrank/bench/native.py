@@ -359,7 +359,10 @@ def _kernels(text: str) -> list:
     if not values:
         raise ValidationError("--kernel needs at least one value")
     for x in values:
-        check_kernel(x)
+        try:
+            check_kernel(x)
+        except ValidationError as exc:
+            raise ValidationError(f"--{exc}") from None
     return values
 
 
@@ -799,9 +802,13 @@ def _floor(args, tau, mu):
     return rows, meta
 
 
-def run(args) -> int:
-    from cvxrank.costs import check_lam
-    from cvxrank.datasets import make_ohsumed_like, make_web_like
+def check_args(args) -> tuple[list, set, float, object]:
+    """Refuse any option no run could use, in one line, before the first instance is generated (each
+    option is checked whether or not the instances asked for read it); return the instances, the
+    references to skip, ``λ = 1/(2C)`` and the :class:`~cvxrank.costs.Costs` of ``--tau`` and ``--mu``."""
+    from cvxrank._validation import POSITIVE, POSITIVE_INT, SEED, TOL, Interval
+    from cvxrank.bench._checks import check_lam_option, check_option, number_list
+    from cvxrank.costs import Costs, check_lam
 
     instances = split(args.instances) or []
     unknown = [i for i in instances if i not in INSTANCES]
@@ -811,12 +818,38 @@ def run(args) -> int:
     bad = skip - set(REFERENCES)
     if bad:
         raise ValidationError(f"--skip takes {', '.join(REFERENCES)}, got {sorted(bad)}")
-    if not args.C > 0:
-        raise ValidationError(f"--C must be positive, got {args.C}")
-    lam = check_lam(1.0 / (2.0 * args.C))
-    from cvxrank.costs import Costs
-
+    lam = check_lam(1.0 / (2.0 * check_lam_option("C", args.C)))
     costs = Costs.from_text(args.tau, args.mu)
+    for flag in ("tol", "web-tol", "floor-tol"):
+        check_option(flag, getattr(args, flag.replace("-", "_")), TOL)
+    if args.floor_reference_tol is not None:
+        check_option("floor-reference-tol", args.floor_reference_tol, TOL)
+    check_option("web-time-limit", args.web_time_limit, POSITIVE)
+    for flag in ("ohsumed-queries", "web-queries", "scaling-features", "scaling-documents", "repeat",
+                 "certificate-queries"):
+        check_option(flag, getattr(args, flag.replace("-", "_")), POSITIVE_INT)
+    if args.floor_repeat is not None:
+        check_option("floor-repeat", args.floor_repeat, POSITIVE_INT)
+    check_option("seed", args.seed, SEED)
+    if len(number_list("scaling-queries", args.scaling_queries, POSITIVE_INT, kind=int)) < 2:
+        raise ValidationError("--scaling-queries needs at least two sizes (four or more for a meaningful fit)")
+    number_list("scaling-lengths", args.scaling_lengths, POSITIVE_INT, kind=int, empty=True)
+    number_list("squared-queries", args.squared_queries, POSITIVE_INT, kind=int)
+    for value in number_list("floor-lams", args.floor_lams, Interval()):
+        check_lam_option("floor-lams", value)
+    methods = split(args.floor_methods) or []
+    unknown = [m for m in methods if m not in FLOOR_METHODS]
+    if unknown or not methods:
+        raise ValidationError(f"--floor-methods takes {', '.join(FLOOR_METHODS)}, got {args.floor_methods!r}")
+    oracle_threads(args.oracle_threads)
+    _kernels(args.kernel)
+    return instances, skip, lam, costs
+
+
+def run(args) -> int:
+    from cvxrank.datasets import make_ohsumed_like, make_web_like
+
+    instances, skip, lam, costs = check_args(args)
     tau, mu = costs.tau, costs.mu
     out = {"rows": [], "meta": []}
     for name in instances:

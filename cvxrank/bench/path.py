@@ -138,22 +138,32 @@ def _line(r) -> str:
             f"{r['w_difference']:8.1e} {','.join(r['statuses'])}")
 
 
+def check_args(args) -> tuple[list, list]:
+    """Refuse any option no run could use, in one line, before the first solve; return the
+    configurations ``[(formulation, solver), ...]`` and the sizes in queries."""
+    from cvxrank._validation import SEED, TOL, Interval
+    from cvxrank.bench._checks import check_config, check_lam_option, check_option
+    from cvxrank.exceptions import ValidationError
+
+    configs = [check_config(item) for item in split(args.configs) or []]
+    if not configs:
+        raise ValidationError(f"--configs needs at least one FORMULATION:SOLVER, got {args.configs!r}")
+    check_option("points", args.points, Interval(2, None, integer=True))
+    lam_max, lam_min = check_lam_option("lam-max", args.lam_max), check_lam_option("lam-min", args.lam_min)
+    if not lam_min < lam_max:
+        raise ValidationError(f"--lam-min ({lam_min:g}) must be below --lam-max ({lam_max:g})")
+    check_option("tol", args.tol, TOL)
+    check_option("seed", args.seed, SEED)
+    return configs, _sizes(args.queries)
+
+
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    from cvxrank.exceptions import CvxrankError
     from cvxrank.pairs import make_pairs
     from cvxrank.study.report import environment
 
-    configs = []
-    for item in split(args.configs) or []:
-        form, _, solver = item.partition(":")
-        if not solver:
-            raise CvxrankError(f"--configs item {item!r} is not FORMULATION:SOLVER")
-        configs.append((form, solver))
-    if args.points < 2 or not 0 < args.lam_min < args.lam_max:
-        raise CvxrankError("need --points >= 2 and 0 < --lam-min < --lam-max")
-    sizes = _sizes(args.queries)
+    configs, sizes = check_args(args)
     lams = np.geomspace(args.lam_max, args.lam_min, args.points)
     env = environment()
     print(f"{args.instance}-like instances; {args.points} lambdas from {args.lam_max:g} down to {args.lam_min:g}; "
