@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CHUNK_BYTES", "dense_rows", "matvec", "rmatvec"]
+__all__ = ["CHUNK_BYTES", "abs_matvec", "abs_rmatvec", "dense_rows", "matvec", "rmatvec"]
 
 #: Bytes of float64 rows upcast at a time (about 480 rows of 136 features): the block stays in a core's cache.
 CHUNK_BYTES = 512 * 2**10
@@ -94,6 +94,50 @@ def rmatvec(X, v, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
         else:
             np.matmul(v[a:b], block, out=part)
             out += part
+    return out
+
+
+def _abs_blocks(X, chunk_bytes: int):
+    """``(a, b, |block|)`` for every block of rows, float64 (a copy of the block, never of ``X``)."""
+    if X.dtype == np.float64 and not sp.issparse(X):
+        m, n = X.shape
+        step = max(1, int(chunk_bytes // (8 * max(n, 1))))
+        for a in range(0, m, step):
+            b = min(a + step, m)
+            yield a, b, np.abs(X[a:b])
+        return
+    for a, b, block in _blocks(X, chunk_bytes):
+        if sp.issparse(block):  # its values are a fresh copy (_blocks upcasts with astype)
+            np.abs(block.data, out=block.data)
+        else:
+            np.abs(block, out=block)
+        yield a, b, block
+
+
+def abs_matvec(X, v, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
+    """``|X| |v|`` (entrywise absolute values), a 1-D float64 array, without an absolute copy of ``X``.
+
+    The magnitudes that bound the float64 rounding of ``X v`` (:mod:`cvxrank.rounding`): row ``a``
+    is ``Σ_j |x_aj| |v_j|``.
+
+    Examples
+    --------
+    >>> abs_matvec(np.array([[1.0, -2.0]]), [-3.0, 1.0]).tolist()
+    [5.0]
+    """
+    v = np.abs(np.asarray(v, dtype=np.float64).ravel())
+    out = np.empty(X.shape[0])
+    for a, b, block in _abs_blocks(X, chunk_bytes):
+        out[a:b] = block @ v
+    return out
+
+
+def abs_rmatvec(X, c, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
+    """``|X|ᵀ |c|``, a 1-D float64 array of shape (n,), without an absolute copy of ``X``."""
+    c = np.abs(np.asarray(c, dtype=np.float64).ravel())
+    out = np.zeros(X.shape[1])
+    for a, b, block in _abs_blocks(X, chunk_bytes):
+        out += np.asarray(block.T @ c[a:b]).ravel()
     return out
 
 

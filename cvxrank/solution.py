@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cvxrank._float64 import abs_matvec
 from cvxrank.certificate import certify
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.problem import RankingProblem
+from cvxrank.rounding import TINY, U, dual_rounding, gamma, model_rounding, primal_rounding
 
 __all__ = ["SCALES", "BackendReport", "Certificate", "SolveResult", "certify_solution", "finish", "infeasible",
            "judge_status"]
@@ -55,16 +57,26 @@ class Certificate:
         ``"cutting-plane bound"`` (the dual of the native solver's plane model, a lower bound on
         ``L(w*)``), ``"duality gap (variant's dual)"``, ... ; ``"none"`` when nothing was proved.
     gap_L, gap_M : float
-        Upper bounds on ``L(w) − L(w*)`` and ``M(w) − M(w*)``; ``gap_L = 2λ gap_M``.
+        Upper bounds on ``L(w) − L(w*)`` and ``M(w) − M(w*)`` in exact arithmetic; ``gap_L = 2λ gap_M``.
+        Each carries the float64 rounding allowance of the two sums it is the difference of
+        (:mod:`cvxrank.rounding`), so it is never negative and never below the true suboptimality.
     relative_gap : float
         ``gap_L / L(w)``, the same on both scales.
     distance_bound : float
-        ``sqrt(2 (gap_M + r))``: a proved bound on ``‖w − w*‖``, with ``r`` the float64 rounding of
-        ``M`` and of the dual value (``64 ε`` times their magnitudes).
+        ``sqrt(2 gap_M)``: a proved bound on ``‖w − w*‖`` (``M`` is 1-strongly convex). ``inf`` when
+        ``w`` may violate a variant's user constraints (``infeasibility > 0``), where the
+        strong-convexity argument does not hold.
     alpha : ndarray of shape (n_pairs,) or None
         The dual point, ``0 ≤ α ≤ C`` (None when the proof needed no pairs).
     dual_residual : float
         ``‖w − Dᵀα‖ / max(1, ‖w‖)``, the distance from the stationarity condition (16) (nan when unknown).
+    infeasibility : float
+        A bound on the largest violation of a variant's affine user constraints at ``w``, in exact
+        arithmetic (0 without user constraints, and when every inequality provably holds). The gap
+        then bounds ``M(w) − M(w*)`` for the Lagrangian at the solver's constraint duals: ``w`` is
+        ``gap``-optimal and ``infeasibility``-feasible.
+    feasibility_tol : float
+        The violation the status accepts: ``tol · max(1, |A_k||w| + |c_k|)`` (``inf`` when unset).
     """
 
     kind: str
@@ -74,10 +86,17 @@ class Certificate:
     distance_bound: float
     alpha: np.ndarray | None = field(default=None, repr=False)
     dual_residual: float = math.nan
+    infeasibility: float = 0.0
+    feasibility_tol: float = math.inf
+
+    @property
+    def feasible(self) -> bool:
+        """Whether ``w`` satisfies the user constraints to :attr:`feasibility_tol`."""
+        return bool(self.infeasibility <= self.feasibility_tol)
 
     def proves(self, tol: float) -> bool:
-        """Whether the certified relative gap is at most ``tol``."""
-        return bool(self.relative_gap <= tol)
+        """Whether the certified relative gap is at most ``tol`` and ``w`` is :attr:`feasible`."""
+        return bool(self.relative_gap <= tol) and self.feasible
 
     def __str__(self) -> str:
         return self.kind
@@ -306,13 +325,31 @@ class SolveResult:
         )
 
 
-def _distance_bound(M: float, gap_M: float) -> float:
-    """``sqrt(2 (gap_M + r))``: ``r = 64 ε (|M| + |M − gap_M|)`` covers the float64 rounding of the two sums,
-    so a gap computed as 0 (or a hair below) still proves only what rounding allows."""
+def _distance_bound(gap_M: float) -> float:
+    """``sqrt(2 gap_M)`` (``gap_M`` already carries its rounding allowance), rounded up."""
     if not math.isfinite(gap_M):
         return math.inf
-    rounding = 64.0 * np.finfo(np.float64).eps * (abs(M) + abs(M - gap_M))
-    return math.sqrt(2.0 * (max(gap_M, 0.0) + rounding))
+    return math.sqrt(2.0 * max(gap_M, 0.0)) * (1.0 + 4.0 * U)
+
+
+def _violation(affine, w) -> tuple[float, float]:
+    """``(infeasibility, scale)`` of the user's affine constraints at ``w``.
+
+    ``infeasibility`` bounds, in exact arithmetic, the largest violation ``[A_k w + c_k]_+`` (or
+    ``|A_k w + c_k|`` for an equality): the computed value plus its rounding ``γ (|A_k||w| + |c_k|)``,
+    and 0 only when every inequality provably holds. ``scale`` is the largest ``|A_k||w| + |c_k|``.
+    """
+    worst, scale = 0.0, 0.0
+    for A, c, _, kind in affine:
+        A = np.asarray(A, dtype=np.float64)
+        c = np.asarray(c, dtype=np.float64)
+        value = A @ w + c
+        size = np.abs(A) @ np.abs(w) + np.abs(c)
+        slack = gamma(A.shape[1] + 4) * size + 8.0 * TINY * (A.shape[1] + 1)
+        bound = np.abs(value) + slack if kind == "==" else np.maximum(value + slack, 0.0)
+        worst = max(worst, float(bound.max(initial=0.0)))
+        scale = max(scale, float(size.max(initial=0.0)))
+    return worst, scale
 
 
 def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: float):
@@ -321,7 +358,10 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
     The backend's own ``lower_bound`` first; when it does not prove ``tol`` and the pairs exist, the
     pairwise certificate (:func:`cvxrank.certificate.certify`, from the backend's duals and the
     reduced dual, refined until it proves ``tol``) or, for a variant, the variant's own dual
-    (:func:`cvxrank.variants.variant_certificate`); the better bound is kept.
+    (:func:`cvxrank.variants.variant_certificate`); the better bound is kept. The gap then gets the
+    float64 rounding allowance of the two sums it is the difference of (:mod:`cvxrank.rounding`), so
+    that it bounds ``M(w) − M(w*)`` in exact arithmetic; a variant's affine user constraints get
+    their violation at ``w`` (:attr:`Certificate.infeasibility`).
 
     Returns
     -------
@@ -338,33 +378,44 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
         w = np.clip(w, *variant.bounds(w.size))
     L = float(report.objective_L) if report.objective_L is not None else problem.hinge_objective(w)
     M = problem.qp_objective(w) if problem.has_pairs else L / (2.0 * lam)
-    gap_L, kind, alpha, dual_residual = math.inf, "none", None, math.nan
+    gap_L, kind, alpha, dual_residual, affine = math.inf, "none", None, math.nan, ()
+    t = abs_matvec(problem.data.X, w)
+    primal_r = primal_rounding(problem, w, t)
     if report.lower_bound is not None:
         gap_L, kind = L - float(report.lower_bound), report.bound_name
         if report.dual_residual is not None:
             dual_residual = float(report.dual_residual)
-    if not variant.is_default and (report.lower_bound is None or (problem.has_pairs and not gap_L <= tol * L)):
+    # Whether the backend's own bound proves tol once its rounding allowance is added.
+    proved = report.lower_bound is not None and (
+        max(gap_L, 0.0) + 2.0 * lam * (primal_r + model_rounding(problem, w, t)) <= tol * L)
+    if not variant.is_default and (report.lower_bound is None or (problem.has_pairs and not proved)):
         from cvxrank.variants import variant_certificate
 
-        M_v, dual_M, alpha_v = variant_certificate(variant, problem.pairs, problem.C, lam, w, report.alphas,
-                                                   report.affine)
+        M_v, dual_M, alpha_v, affine_v = variant_certificate(variant, problem.pairs, problem.C, lam, w,
+                                                             report.alphas, report.affine)
         if 2.0 * lam * (M_v - dual_M) < gap_L:
-            M, L, alpha = M_v, 2.0 * lam * M_v, alpha_v
+            M, L, alpha, affine = M_v, 2.0 * lam * M_v, alpha_v, affine_v
             gap_L = 2.0 * lam * (M_v - dual_M)
-            kind = ("Lagrangian dual (user constraints; for points as feasible as w)" if variant.constraints
-                    else "duality gap (variant's dual)")
+            kind = "Lagrangian dual (user constraints)" if variant.constraints else "duality gap (variant's dual)"
             w_dual = variant.primal_from_dual(problem.pairs, alpha, lam)
             dual_residual = float(np.linalg.norm(w - w_dual) / max(1.0, float(np.linalg.norm(w))))
-    elif not gap_L <= tol * L and problem.has_pairs:
-        # Refining the dual point beyond tol proves nothing the status needs; certify() without a
-        # target gives the tightest gap it can.
-        cert = certify(problem.pairs, problem.C, w, report.alphas, target=tol)
+    elif not proved and problem.has_pairs:
+        # Refining the dual point beyond tol proves nothing the status needs (half of tol leaves room
+        # for the rounding allowance); certify() without a target gives the tightest gap it can.
+        cert = certify(problem.pairs, problem.C, w, report.alphas, target=0.5 * tol)
         if 2.0 * lam * cert.gap < gap_L:
             gap_L, kind, alpha, dual_residual = 2.0 * lam * cert.gap, "duality gap", cert.alpha, cert.dual_residual
     gap_M = gap_L / (2.0 * lam)
+    if math.isfinite(gap_M):
+        lower = dual_rounding(problem, alpha, affine) if alpha is not None else model_rounding(problem, w, t)
+        gap_M = (max(gap_M, 0.0) + primal_r + lower) * (1.0 + 4.0 * U)
+        gap_L = 2.0 * lam * gap_M * (1.0 + 4.0 * U)
+    infeasibility, scale = _violation(report.affine, w) if variant.constraints is not None else (0.0, 0.0)
     rel = gap_L / L if L > 0 else (0.0 if gap_L == 0 else math.inf)
     certificate = Certificate(kind=kind, gap_L=gap_L, gap_M=gap_M, relative_gap=rel,
-                              distance_bound=_distance_bound(M, gap_M), alpha=alpha, dual_residual=dual_residual)
+                              distance_bound=_distance_bound(gap_M) if infeasibility == 0 else math.inf,
+                              alpha=alpha, dual_residual=dual_residual, infeasibility=infeasibility,
+                              feasibility_tol=tol * max(1.0, scale))
     return w, L, M, certificate
 
 
@@ -398,12 +449,14 @@ def finish(problem: RankingProblem, w, report: BackendReport, tol: float) -> Sol
         raise ValidationError(f"scale must be one of {sorted(SCALES)}, got {report.scale!r}")
     start = time.perf_counter()
     w, L, M, certificate = certify_solution(problem, w, report, tol)
-    status = judge_status(certificate.relative_gap, tol, report.status)
+    status = judge_status(certificate.relative_gap if certificate.feasible else math.inf, tol, report.status)
     if status != "optimal":
+        short = (f"certified relative gap {certificate.relative_gap:.2e} > tol {tol:.0e}" if certificate.feasible
+                 else f"user constraints violated by up to {certificate.infeasibility:.2e} > "
+                      f"{certificate.feasibility_tol:.1e}")
         warnings.warn(
-            f"{report.solver} on the {report.formulation} formulation: certified relative gap "
-            f"{certificate.relative_gap:.2e} > tol {tol:.0e} (solver status {report.status!r}); tighten the "
-            "solver's tolerances, raise max_iter, or try another solver (cvxrank.available_solvers())",
+            f"{report.solver} on the {report.formulation} formulation: {short} (solver status {report.status!r}); "
+            "tighten the solver's tolerances, raise max_iter, or try another solver (cvxrank.available_solvers())",
             InaccurateSolutionWarning,
             stacklevel=3,
         )

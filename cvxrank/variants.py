@@ -295,11 +295,12 @@ class Variant:
 
 
 def variant_certificate(variant: Variant, pairs: PairSet, C, lam: float, w, alphas=(), affine=()):
-    """``(M(w), best D(α), α)`` over the candidates: the ``alphas`` given (clipped) and the KKT point.
+    """``(M(w), best D(α), α, affine duals)`` over the candidates: the ``alphas`` given (clipped) and the KKT point.
 
     ``affine`` holds ``(A, c, ν, kind)`` of the user's affine constraints with the solver's duals
     (``kind`` ``"<="`` or ``"=="``); an inequality's ``ν`` is clipped to ``ν ≥ 0``, an equality's is
-    tried with both signs (CVXPY's sign convention aside, any ``ν`` gives a valid bound).
+    tried with both signs (CVXPY's sign convention aside, any ``ν`` gives a valid bound). The last
+    value is the ``(A, c, ν)`` of the best bound (empty without constraints).
     """
     C = np.asarray(C, dtype=np.float64)
     primal = variant.qp_objective(pairs, w, C, lam)
@@ -309,9 +310,9 @@ def variant_certificate(variant: Variant, pairs: PairSet, C, lam: float, w, alph
         fixed = [(A, c, np.maximum(nu, 0.0)) for A, c, nu, kind in affine if kind == "<="]
         free = [(A, c, nu) for A, c, nu, kind in affine if kind == "=="]
         choices = [fixed + [(A, c, s * nu) for A, c, nu in free] for s in (1.0, -1.0)]
-        best = max(((variant.dual_objective(pairs, a, C, lam, ch), a) for a in candidates for ch in choices),
+        best = max(((variant.dual_objective(pairs, a, C, lam, ch), a, ch) for a in candidates for ch in choices),
                    key=lambda t: t[0])
-        return primal, best[0], best[1]
+        return primal, best[0], best[1], best[2]
     values = [variant.dual_objective(pairs, a, C, lam) for a in candidates]
     best = int(np.argmax(values))
-    return primal, values[best], candidates[best]
+    return primal, values[best], candidates[best], []

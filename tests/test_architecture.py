@@ -21,7 +21,7 @@ LAYERS = [
     {"costs", "objectives"},
     {"variants"},
     {"problem"},
-    {"certificate"},
+    {"certificate", "rounding"},
     {"solution"},
     {"formulations"},
     {"native"},

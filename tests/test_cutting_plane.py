@@ -89,7 +89,8 @@ def test_solve_formulation_with_cutting_plane(instance, form):
     assert res.status == "optimal"
     # Certified by the method's own bound: no pairwise re-certification when it proves tol.
     assert res.certificate.kind == "cutting-plane bound" and res.alpha is None
-    assert res.relative_gap <= 1e-6 and res.extras["pairfree_relative_gap"] == res.relative_gap
+    # The method's own gap plus the float64 rounding allowance of its sums (cvxrank.rounding).
+    assert res.extras["pairfree_relative_gap"] < res.relative_gap <= 1e-6
     assert res.formulation_scale == "L" and res.hinge_objective == pytest.approx(2 * instance.lam * res.qp_objective, rel=1e-12)
     # The lower bound never exceeds the optimum, and w is within the proved distance of w*.
     assert res.lower_bound <= F_ref * (1 + 1e-12)
@@ -154,7 +155,7 @@ def test_time_limit_gives_user_limit():
 def test_tol_below_float64_warns_and_reports_the_best_gap():
     inst = Instance(8)
     with pytest.warns(InaccurateSolutionWarning, match="float64"):
-        res = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-16)
+        res = solve(RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", tol=1e-15)
     assert res.status == "optimal_inaccurate"
     assert res.extras["solver_status"] in ("float_limit", "stalled")
     assert 0 <= res.relative_gap <= 1e-9

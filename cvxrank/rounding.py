@@ -1,0 +1,225 @@
+"""The float64 rounding allowance of a certificate: what makes a computed gap a true upper bound.
+
+A certificate's gap is a difference of two computed sums, ``G̃ = M̃(w) − D̃``: the primal value
+``M(w)`` of (14) (or a variant's) and a lower bound ``D`` on ``M(w*)`` (a dual value (18) at a
+point ``α`` of the box (19), or a native solver's own bound). Each sum is rounded; near the
+optimum the rounding is as large as the gap itself, so ``G̃`` alone may fall below the true
+``M(w) − M(w*)`` (or below zero). The certified gap is therefore
+
+.. math:: G = \\max(\\tilde G, 0) + r_P + r_D, \\qquad
+          r_P \\ge |\\tilde M(w) - M(w)|, \\quad r_D \\ge |\\tilde D - D|,
+
+with ``M`` and ``D`` the exact values on the float64 data as given (``X``, the weights ``c_i``,
+``λ``), so that ``G ≥ M(w) − M(w*)`` holds in exact arithmetic.
+
+The bounds use the standard model of floating-point arithmetic (Higham, *Accuracy and Stability
+of Numerical Algorithms*, 2002, §3.1): a sum or dot product of ``k`` terms is off by at most
+``γ_k Σ|terms|``, ``γ_k = k u / (1 − k u)``, ``u = 2⁻⁵³``, whatever the order of additions (BLAS,
+numpy's pairwise sums, running sums over a query's documents). Every bound below is such a
+``γ`` times the absolute values of the terms that entered the computed sum; with ``t = |X| |w|``
+(per document) the error of a pair's computed margin ``<w, d_i>`` is at most
+``e_i = γ_{n+2} (t_a + t_b)``. Gradual underflow adds at most ``2⁻¹⁰⁷⁴`` per operation (the
+absolute term), so a problem whose numbers underflow still gets a gap that is not zero.
+
+* :func:`primal_rounding`: ``|M̃(w) − M(w)|`` of :func:`cvxrank.objectives.qp_objective` (or the
+  variant's), on the pairs when they exist, else over all pairs at once (the pair-free solvers'
+  ``L(w)``, with every pair's weight bounded by its query's largest).
+* :func:`dual_rounding`: ``|D̃(α) − D(α)|`` of (18) (or the variant's dual), including the
+  rounding of the box ``C_i = c_i/(2λ)`` itself.
+* :func:`model_rounding`: a native solver's own lower bound (planes, Newton models), whose
+  gradients are sums over all pairs: bounded by the magnitudes of every pair's term.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cvxrank._float64 import abs_matvec, abs_rmatvec, matvec
+from cvxrank.pairs import count_pairs
+from cvxrank.problem import RankingProblem
+
+__all__ = ["U", "dual_rounding", "gamma", "model_rounding", "primal_rounding"]
+
+#: The unit roundoff of float64, ``2⁻⁵³``.
+U = np.finfo(np.float64).eps / 2
+#: The smallest subnormal float64, ``2⁻¹⁰⁷⁴``: the absolute error of one operation under gradual underflow.
+TINY = 2.0 ** -1074
+#: Roundings besides the long sums (products, the ``1 − m`` of a hinge, the weights' ``τ μ/(2λ)``).
+SLACK = 16
+
+
+def gamma(k: float) -> float:
+    """``γ_k = k u / (1 − k u)``: the relative error bound of a sum of ``k`` float64 terms (``inf`` once ``k u ≥ 1``)."""
+    ku = float(k) * U
+    return ku / (1.0 - ku) if ku < 1.0 else math.inf
+
+
+def _shape(problem: RankingProblem) -> tuple[int, int, int, int]:
+    """``(n, m, m_max, P)``: features, documents, the longest query, pairs (counted, never formed)."""
+    data = problem.data
+    m_max = int(np.bincount(data.query_index).max(initial=0)) if data.n_documents else 0
+    return data.n_features, data.n_documents, m_max, max(int(problem.n_pairs), 1)
+
+
+def _absolute(problem: RankingProblem) -> float:
+    """Gradual underflow: at most ``2⁻¹⁰⁷⁴`` per operation, a few operations per pair and per entry of ``X``."""
+    n, m, _, P = _shape(problem)
+    return 8.0 * (P + m * (n + 1) + n) * TINY
+
+
+def _required_margins(problem: RankingProblem) -> np.ndarray | float:
+    variant = problem.variant
+    return variant.margins(problem.pairs) if variant.margin is not None else 1.0
+
+
+def primal_rounding(problem: RankingProblem, w, t=None) -> float:
+    """A bound on ``|M̃(w) − M(w)|``, the float64 rounding of the QP objective (14) (or the variant's) at ``w``.
+
+    Parameters
+    ----------
+    problem : RankingProblem
+    w : ndarray of shape (n_features,)
+    t : ndarray of shape (n_documents,), optional
+        ``|X| |w|``, when already computed.
+
+    Returns
+    -------
+    float
+        On the scale of (14); multiply by ``2λ`` for (9).
+    """
+    w = np.asarray(w, dtype=np.float64)
+    n, m, m_max, P = _shape(problem)
+    t = abs_matvec(problem.data.X, w) if t is None else t
+    variant = problem.variant
+    rho = variant.l1 / (2.0 * problem.lam)
+    ww = float(np.dot(w, w))
+    total = gamma(n + SLACK) * (0.5 * ww + rho * float(np.abs(w).sum()))
+    squared = variant.loss == "squared_hinge"
+    if problem.has_pairs:
+        pairs = problem.pairs
+        C = problem.C
+        need = _required_margins(problem)
+        shortfall = need - pairs.P @ matvec(problem.data.X, w)
+        e = gamma(n + SLACK) * (t[pairs.better] + t[pairs.worse] + np.abs(need))
+        live = shortfall > -e
+        loss = np.maximum(shortfall, 0.0)
+        if squared:
+            term = C * ((2.0 * loss + e) * e) + 4.0 * U * C * loss * loss
+            total += float(np.sum(term[live])) + gamma(P + SLACK) * float(np.sum(C * loss * loss))
+        else:
+            term = C * e + 4.0 * U * C * loss
+            total += float(np.sum(term[live])) + gamma(P + SLACK) * float(np.sum(C * loss))
+        return total + _absolute(problem)
+    # Pair-free: every pair at once, each with its query's largest weight.
+    W, reach = _document_weights(problem)
+    e = gamma(n + SLACK) * (t + reach)
+    per_doc = (2.0 * reach + 2.0 * t.max(initial=0.0) + 1.0) if squared else 1.0
+    bound = float(np.sum(W * (e * per_doc + 4.0 * U * (reach + t) * per_doc)))
+    # The solver's own sums over a query's sorted documents and across queries.
+    bound += gamma(m + m_max + SLACK) * float(np.sum(W * (reach + t) * per_doc))
+    return total + bound + _absolute(problem)
+
+
+def _document_weights(problem: RankingProblem) -> tuple[np.ndarray, float]:
+    """``W_d ≥ Σ_{pairs i ∋ d} C_i`` per document without forming pairs, and the largest required margin.
+
+    Each pair of a query weighs at most ``max τ · μ_q / (2λ)``; a document of grade ``g`` in a query of
+    ``m_q`` documents is in ``m_q − N[q, g]`` pairs.
+    """
+    data = problem.data
+    costs = problem.costs
+    per_query = count_pairs(data)
+    mu = costs.mu_per_query(data.query_ids, per_query)
+    tau = max(costs.tau.values(), default=1.0) if costs.tau is not None else 1.0
+    _, codes = np.unique(data.y, return_inverse=True)
+    codes = codes.ravel()
+    G = int(codes.max(initial=-1)) + 1
+    q = data.query_index
+    cell = np.bincount(q * G + codes, minlength=data.n_queries * max(G, 1))
+    size = np.bincount(q, minlength=data.n_queries)
+    others = size[q] - cell[q * G + codes]
+    W = tau * mu[q] * others / (2.0 * problem.lam)
+    variant = problem.variant
+    if variant.margin == "gain_difference":
+        reach = float(2.0 ** np.max(np.abs(data.y), initial=0.0)) * 2.0
+    elif variant.margin == "grade_difference":
+        reach = float(np.ptp(data.y)) if data.n_documents else 1.0
+    else:
+        reach = 1.0
+    return W.astype(np.float64), max(reach, 1.0)
+
+
+def dual_rounding(problem: RankingProblem, alpha, affine=()) -> float:
+    """A bound on ``|D̃(α) − D(α)|``, the float64 rounding of the dual value (18) (or the variant's dual).
+
+    ``D(α) = Σ m_i α_i − ½‖Dᵀα‖²`` (the variant's adds ``h(α)``, the conjugate of the
+    regulariser and the affine constraints' ``νᵀc``). ``Dᵀα = Xᵀ(Pᵀα)`` is off by at most
+    ``ε = γ_{m + m_max} |X|ᵀ|P|ᵀα`` per feature, and the dual value, 1-smooth in ``Dᵀα``, by
+    ``‖Dᵀα‖ ‖ε‖ + ½‖ε‖²``. The box ``0 ≤ α ≤ C̃`` with ``C̃`` the rounded ``c/(2λ)`` is exact's
+    box up to ``4u C``; shrinking ``α`` by that factor moves the value by ``4u`` of its terms.
+
+    Parameters
+    ----------
+    problem : RankingProblem
+        Its pairs must exist (``α`` has one entry per pair).
+    alpha : ndarray of shape (n_pairs,)
+    affine : sequence of ``(A, c, ν)``
+        The variant's affine user constraints with the duals the bound used (signed as used).
+    """
+    pairs = problem.pairs
+    alpha = np.asarray(alpha, dtype=np.float64)
+    n, m, m_max, P = _shape(problem)
+    need = np.abs(_required_margins(problem))
+    linear = float(np.sum(need * alpha))
+    reach = np.bincount(pairs.better, alpha, minlength=m) + np.bincount(pairs.worse, alpha, minlength=m)
+    eps = gamma(m + m_max + SLACK) * abs_rmatvec(problem.data.X, reach)
+    v = pairs.rmatvec(alpha)
+    shift = 0.0
+    for A, c, nu in affine:
+        A = np.asarray(A, dtype=np.float64)
+        nu = np.asarray(nu, dtype=np.float64)
+        v = v - A.T @ nu
+        eps = eps + gamma(A.shape[0] + SLACK) * (np.abs(A).T @ np.abs(nu))
+        shift += float(np.abs(nu) @ np.abs(np.asarray(c, dtype=np.float64)))
+    vv = float(np.dot(v, v))
+    ve = float(np.linalg.norm(v) * np.linalg.norm(eps))
+    ee = float(np.dot(eps, eps))
+    rho = problem.variant.l1 / (2.0 * problem.lam)
+    h = 0.0
+    if problem.variant.loss == "squared_hinge":
+        C = problem.C
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = float(np.sum(np.where(C > 0, alpha * alpha / (4.0 * np.where(C > 0, C, 1.0)), 0.0)))
+    total = (gamma(P + SLACK) * (linear + h) + gamma(n + SLACK) * (2.0 * vv + rho * float(np.abs(v).sum()))
+             + 2.0 * ve + ee + gamma(len(affine) + SLACK) * shift + 8.0 * U * (linear + h + vv + shift))
+    return total + _absolute(problem)
+
+
+def model_rounding(problem: RankingProblem, w, t=None) -> float:
+    """A bound on the float64 rounding of a native solver's own lower bound on ``M(w*)`` near ``w``.
+
+    The bound (the dual of a plane model, or of a Newton model) is a combination of the loss at
+    earlier points and of gradients ``Σ_i C_i d_i`` over pairs; each gradient entry is off by at
+    most ``γ_{m + m_max} (|X|ᵀ W)_j`` with ``W_d`` the total weight of the pairs of document ``d``,
+    and the bound by that times ``‖w‖`` (the model's minimiser is ``w`` at the end of a run), on
+    top of the rounding of the loss values (:func:`primal_rounding` over all pairs).
+    """
+    w = np.asarray(w, dtype=np.float64)
+    n, m, m_max, P = _shape(problem)
+    t = abs_matvec(problem.data.X, w) if t is None else t
+    if problem.has_pairs:
+        pairs = problem.pairs
+        C = problem.C
+        W = np.bincount(pairs.better, C, minlength=m) + np.bincount(pairs.worse, C, minlength=m)
+        reach = float(np.max(np.abs(_required_margins(problem)), initial=1.0))
+    else:
+        W, reach = _document_weights(problem)
+    grad = gamma(m + m_max + n + SLACK) * abs_rmatvec(problem.data.X, W)
+    squared = problem.variant.loss == "squared_hinge"
+    per_doc = (2.0 * reach + 2.0 * t.max(initial=0.0) + 1.0) if squared else 1.0
+    values = gamma(n + m + m_max + SLACK) * float(np.sum(W * (reach + t) * per_doc))
+    ww = float(np.dot(w, w))
+    return (2.0 * float(np.linalg.norm(w)) * float(np.linalg.norm(grad)) * per_doc + values
+            + gamma(n + SLACK) * 2.0 * ww + _absolute(problem))
