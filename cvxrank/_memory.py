@@ -33,10 +33,14 @@ __all__ = [
     "MemoryBudgetError",
     "available_memory",
     "check_difference_matrix",
+    "check_cvxpy_formulation",
     "check_generated",
     "check_letor_files",
     "check_memory",
+    "check_pairs",
     "check_problem",
+    "cvxpy_formulation_bytes",
+    "difference_bytes",
     "difference_matrix_bytes",
     "fits_memory",
     "format_bytes",
@@ -46,6 +50,7 @@ __all__ = [
     "letor_read_bytes",
     "letor_values",
     "newton_bytes",
+    "pair_set_bytes",
     "parse_size",
     "peak_rss",
     "problem_bytes",
@@ -197,39 +202,131 @@ def fits_memory(nbytes: float) -> bool:
     return budget is None or nbytes <= budget
 
 
+def difference_bytes(n_pairs: int, n_features: int, nnz: int | None = None) -> int:
+    """Bytes of ``D = P X`` from its size alone: dense ``8 ℓ n`` (``nnz`` None), sparse CSR ``12 nnz + 8 (ℓ + 1)``.
+
+    Parameters
+    ----------
+    n_pairs, n_features : int
+        ``ℓ`` and ``n`` (pairs counted, not formed).
+    nnz : int, optional
+        A bound on the stored entries of a sparse ``D``: the non-zeros of each pair's two rows of ``X``
+        (:func:`cvxrank.pairs.pair_degrees` counts them without forming a pair). None for a dense ``X``.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> difference_bytes(1000, 5), difference_bytes(1000, 5, nnz=3000)
+    (40000, 44008)
+    """
+    if nnz is None:
+        return 8 * int(n_pairs) * int(n_features)
+    return 12 * int(nnz) + 8 * (int(n_pairs) + 1)
+
+
 def difference_matrix_bytes(pairs) -> int:
     """Bytes of ``D = P X`` for a :class:`~cvxrank.pairs.PairSet`: dense ``8 ℓ n``, sparse CSR ``12 nnz(D)``.
 
     ``nnz(D)`` is bounded by the non-zeros of each pair's two rows, counted
-    without forming ``D``.
+    without forming ``D`` (:func:`difference_bytes`).
     """
     X = pairs.data.X
     if hasattr(X, "indptr"):
         row_nnz = (X.indptr[1:] - X.indptr[:-1]).astype("int64")
         nnz = int(row_nnz[pairs.better].sum() + row_nnz[pairs.worse].sum())
-        return 12 * nnz + 8 * (pairs.n_pairs + 1)
-    return 8 * pairs.n_pairs * pairs.n_features
+        return difference_bytes(pairs.n_pairs, pairs.n_features, nnz)
+    return difference_bytes(pairs.n_pairs, pairs.n_features)
+
+
+def cvxpy_formulation_bytes(n_documents: int, n_features: int, n_pairs: int, d_bytes: int) -> int:
+    """Estimated peak bytes of a CVXPY formulation holding ``D`` (``primal``, ``dual``, ``hinge``) of
+    ``d_bytes`` (:func:`difference_bytes`): ``D`` compiled about :data:`CVXPY_COPIES` times, plus
+    :func:`problem_bytes` of the ``"cvxpy"`` route. Pairs are counted, not formed."""
+    return CVXPY_COPIES * int(d_bytes) + problem_bytes(n_documents, n_features, n_pairs, 0, "cvxpy")
 
 
 def formulation_bytes(pairs) -> int:
     """Estimated peak bytes of a CVXPY formulation holding ``D`` (``primal``, ``dual``, ``hinge``):
     ``D`` compiled about :data:`CVXPY_COPIES` times, plus :func:`problem_bytes` of the ``"cvxpy"`` route."""
-    return CVXPY_COPIES * difference_matrix_bytes(pairs) + problem_bytes(
-        pairs.data.n_documents, pairs.n_features, pairs.n_pairs, 0, "cvxpy")
+    return cvxpy_formulation_bytes(pairs.data.n_documents, pairs.n_features, pairs.n_pairs,
+                                   difference_matrix_bytes(pairs))
+
+
+#: What to use instead of materialising ``D`` when nothing more specific is known.
+D_ADVICE = ("use the lifted formulation (formulation='lifted' keeps D = P X factored) or the pair-free "
+            "solver solver='cutting_plane', or raise the budget")
+
+
+def check_cvxpy_formulation(n_documents: int, n_features: int, n_pairs: int, d_bytes: int, *, dense: bool,
+                            advice: str = D_ADVICE) -> None:
+    """Refuse a CVXPY formulation holding ``D`` of ``d_bytes`` (:func:`difference_bytes`) when its
+    :func:`cvxpy_formulation_bytes` exceed the budget: from counts, before a pair or ``D`` is formed.
+
+    Parameters
+    ----------
+    n_documents, n_features, n_pairs : int
+        The problem's size (pairs counted, not formed).
+    d_bytes : int
+        Bytes of ``D`` itself.
+    dense : bool
+        Whether ``D`` would be dense (for the message).
+    advice : str
+        What to do instead (the alternatives that apply).
+
+    Raises
+    ------
+    MemoryBudgetError
+        Above the budget; the message names ``D``'s size, the estimate, the budget and ``advice``.
+    """
+    check_memory(
+        cvxpy_formulation_bytes(n_documents, n_features, n_pairs, d_bytes),
+        f"materialising D = P X ({n_pairs:,} pairs x {n_features:,} features, "
+        f"{'dense' if dense else 'sparse'}, {format_bytes(d_bytes)}) for a CVXPY formulation "
+        f"(compilation copies it about {CVXPY_COPIES} times, and adds about {CVXPY_PAIR_BYTES:,} bytes a pair)",
+        advice,
+    )
 
 
 def check_difference_matrix(pairs) -> None:
     """Refuse to materialise ``D`` for a CVXPY formulation when its compiled size exceeds the budget."""
-    dense = not hasattr(pairs.data.X, "indptr")
-    own = difference_matrix_bytes(pairs)
-    check_memory(
-        formulation_bytes(pairs),
-        f"materialising D = P X ({pairs.n_pairs:,} pairs x {pairs.n_features:,} features, "
-        f"{'dense' if dense else 'sparse'}, {format_bytes(own)}) for a CVXPY formulation "
-        f"(compilation copies it about {CVXPY_COPIES} times, and adds about {CVXPY_PAIR_BYTES:,} bytes a pair)",
-        "use the lifted formulation (formulation='lifted' keeps D = P X factored) or the pair-free "
-        "solver solver='cutting_plane', or raise the budget",
-    )
+    check_cvxpy_formulation(pairs.data.n_documents, pairs.n_features, pairs.n_pairs,
+                            difference_matrix_bytes(pairs), dense=not hasattr(pairs.data.X, "indptr"))
+
+
+#: Peak bytes per pair of forming the pairs of graded documents (:func:`cvxrank.pairs.make_pairs`): the
+#: two document indices, the query and the grade pair of each, the incidence matrix ``P`` (two entries
+#: a pair) and the temporaries of their construction; 132 measured, 76 held once formed (with the weights).
+PAIR_SET_BYTES = 160
+#: Where to go when the pairs themselves do not fit: the solvers that never form them.
+PAIRFREE_ADVICE = ("the pair-free solvers never form pairs: solver='cutting_plane' (hinge loss) or "
+                   "solver='truncated_newton' (squared hinge); or use fewer or shorter queries, or raise the budget")
+
+
+def pair_set_bytes(n_pairs: int) -> int:
+    """Estimated peak bytes of forming ``n_pairs`` pairs and their weights: :data:`PAIR_SET_BYTES` a pair.
+
+    Examples
+    --------
+    >>> pair_set_bytes(1000)
+    160000
+    """
+    return PAIR_SET_BYTES * int(n_pairs)
+
+
+def check_pairs(n_pairs: int, n_documents: int, advice: str = PAIRFREE_ADVICE) -> None:
+    """Refuse to form ``n_pairs`` pairs (counted from the grades, not formed) above the budget.
+
+    Raises
+    ------
+    MemoryBudgetError
+        When :func:`pair_set_bytes` exceeds the budget; the message names the pair count and ``advice``.
+    """
+    check_memory(pair_set_bytes(n_pairs),
+                 f"forming the {n_pairs:,} pairs of {n_documents:,} documents (about {PAIR_SET_BYTES} bytes a "
+                 "pair: their documents, queries, grade pairs and incidence matrix)", advice)
 
 
 def _open_text(path):
@@ -338,18 +435,34 @@ _ROUTE_TEXT = {"cvxpy": "a CVXPY formulation", "lifted": "the lifted CVXPY formu
                "native": "a native solver", "pairfree": "even the leanest solver (pair-free, native)"}
 
 
-def check_problem(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str) -> None:
+def check_problem(n_documents: int, n_features: int, n_pairs: int, nnz_x: int, route: str,
+                  alternatives=None, advice: str | None = None) -> None:
     """Refuse a solve whose :func:`problem_bytes` exceed the budget, before the solver allocates anything.
 
-    A typo'd feature index ``100000000:0.2`` makes ``n_features`` 10^8 and every weight vector that long.
+    A typo'd feature index ``100000000:0.2`` makes ``n_features`` 10^8 and every weight vector that long;
+    one long query makes ``n_pairs`` grow with the square of its documents.
+
+    Parameters
+    ----------
+    n_documents, n_features, n_pairs, nnz_x, route
+        As for :func:`problem_bytes` (pairs counted, not formed).
+    alternatives : sequence of str, optional
+        The leaner ways that apply to this problem, named in the message (default: ``"use the pair-free
+        solver solver='cutting_plane'"`` for every route but ``"pairfree"``).
+    advice : str, optional
+        What to do instead, in place of the advice made of ``alternatives``.
     """
     need = problem_bytes(n_documents, n_features, n_pairs, nnz_x, route)
+    if alternatives is None:
+        alternatives = ["use the pair-free solver solver='cutting_plane'"] if route != "pairfree" else []
+    per_feature = CVXPY_FEATURE_BYTES if route in ("cvxpy", "lifted") else NATIVE_FEATURE_BYTES
+    hints = []
+    if per_feature * n_features >= need - per_feature * n_features:  # the weight vectors weigh most
+        hints.append("check the data's largest feature index (one typo'd index makes every weight vector that long)")
+    hints += [*alternatives, "use fewer pairs or queries", "raise the budget"]
     check_memory(need, f"solving a problem of {n_features:,} features, {n_documents:,} documents and "
                  f"{n_pairs:,} pairs with {_ROUTE_TEXT[route]}",
-                 "check the data's largest feature index (one typo'd index makes every weight vector that "
-                 "long), use fewer pairs or queries"
-                 + (", or the pair-free solver solver='cutting_plane'" if route in ("cvxpy", "lifted", "native")
-                    else "") + ", or raise the budget")
+                 advice if advice is not None else ", ".join(hints[:-1]) + ", or " + hints[-1])
 
 
 def newton_bytes(n_features: int, band: int) -> int:

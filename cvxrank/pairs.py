@@ -20,11 +20,11 @@ import pandas as pd
 import scipy.sparse as sp
 
 from cvxrank._float64 import dense_rows, matvec, rmatvec
-from cvxrank._memory import check_difference_matrix
+from cvxrank._memory import check_difference_matrix, check_pairs
 from cvxrank.data import RankingData, _as_features
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["count_pairs", "PairSet", "make_pairs", "preference_pairs"]
+__all__ = ["count_pairs", "PairSet", "make_pairs", "pair_degrees", "preference_pairs"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,7 +189,7 @@ class PairSet:
 
 
 def _sorted_runs(data: RankingData):
-    """Documents sorted by query, then grade descending (stable), with the end of each one's
+    """Documents sorted by query, then grade descending (stable), with the start and end of each one's
     (query, grade) run and of its query block, as positions in the sorted order."""
     q, y = data.query_index, data.y
     order = np.lexsort((-y, q))
@@ -203,7 +203,7 @@ def _sorted_runs(data: RankingData):
     run_end = np.append(run_start[1:], m)[np.cumsum(new_run) - 1]
     block_start = np.flatnonzero(new_block)
     block_end = np.append(block_start[1:], m)[np.cumsum(new_block) - 1]
-    return order, run_end, block_end
+    return order, run_start[np.cumsum(new_run) - 1], run_end, block_start[np.cumsum(new_block) - 1], block_end
 
 
 def count_pairs(data: RankingData) -> np.ndarray:
@@ -219,9 +219,30 @@ def count_pairs(data: RankingData) -> np.ndarray:
     """
     if not isinstance(data, RankingData):
         raise ValidationError(f"count_pairs takes RankingData, got {type(data).__name__}")
-    order, run_end, block_end = _sorted_runs(data)
+    order, _, run_end, _, block_end = _sorted_runs(data)
     return np.bincount(data.query_index[order], weights=block_end - run_end,
                        minlength=data.n_queries).astype(np.int64)
+
+
+def pair_degrees(data: RankingData) -> np.ndarray:
+    """Number of pairs each document belongs to (as the better or the worse one), without forming them.
+
+    A document of grade ``g`` in a query pairs with every document of that query with another
+    grade; the degrees sum to twice the number of pairs. ``pair_degrees(data) @ row_nnz`` is the
+    bound on ``nnz(D)`` that :func:`cvxrank._memory.difference_matrix_bytes` counts from the pairs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pair_degrees(RankingData(np.zeros((5, 1)), y=[2, 1, 1, 0, 3], qid=[1, 1, 1, 1, 2])).tolist()
+    [3, 2, 2, 3, 0]
+    """
+    if not isinstance(data, RankingData):
+        raise ValidationError(f"pair_degrees takes RankingData, got {type(data).__name__}")
+    order, run_start, run_end, block_start, block_end = _sorted_runs(data)
+    degrees = np.empty(order.shape[0], dtype=np.int64)
+    degrees[order] = (block_end - run_end) + (run_start - block_start)
+    return degrees
 
 
 def make_pairs(data: RankingData) -> PairSet:
@@ -244,6 +265,9 @@ def make_pairs(data: RankingData) -> PairSet:
     ------
     ValidationError
         When no pair at all remains (every query has a single grade).
+    cvxrank._memory.MemoryBudgetError
+        When the pairs, counted from the grades before any is formed, would exceed the memory
+        budget (:func:`cvxrank._memory.check_pairs`); the message names the pair-free solvers.
 
     Examples
     --------
@@ -257,10 +281,9 @@ def make_pairs(data: RankingData) -> PairSet:
     """
     if not isinstance(data, RankingData):
         raise ValidationError(f"make_pairs takes RankingData, got {type(data).__name__}")
-    order, run_end, block_end = _sorted_runs(data)
+    order, _, run_end, _, block_end = _sorted_runs(data)
     q, y = data.query_index, data.y
     m = order.shape[0]
-    idx = np.arange(m)
     # Partners of sorted position a: every later position of its query with a
     # strictly lower grade, i.e. the contiguous range [run_end[a], block_end[a]).
     count = block_end - run_end
@@ -270,6 +293,8 @@ def make_pairs(data: RankingData) -> PairSet:
             f"no pairs: each of the {data.n_queries} queries has a single grade, "
             "so there is nothing to rank"
         )
+    check_pairs(total, m)  # counted from the grades: refused before any pair array exists
+    idx = np.arange(m)
     a = np.repeat(idx, count)
     offset = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
     b = np.repeat(run_end, count) + offset
@@ -301,6 +326,8 @@ def preference_pairs(data, better, worse, qid=None) -> PairSet:
     ValidationError
         For indices out of range or not integers, a document preferred to
         itself, a pair across two queries, or no pair at all.
+    cvxrank._memory.MemoryBudgetError
+        When the pair set (its copies of the indices and ``P``) would exceed the memory budget.
 
     Examples
     --------
@@ -329,6 +356,7 @@ def preference_pairs(data, better, worse, qid=None) -> PairSet:
     if better.size == 0:
         raise ValidationError("no pairs: better and worse are empty")
     m = data.n_documents
+    check_pairs(better.shape[0], m)  # before the copies and the incidence matrix P
     for name, arr in (("better", better), ("worse", worse)):
         bad = (arr < 0) | (arr >= m)  # checked before the cast to int64, which would wrap huge values
         if bad.any():

@@ -29,10 +29,15 @@ from cvxrank.costs import DEFAULT_LAM, Costs, check_lam
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.objectives import hinge_objective, qp_objective
-from cvxrank.pairs import PairSet, count_pairs, make_pairs
+from cvxrank.pairs import PairSet, count_pairs, make_pairs, pair_degrees
 from cvxrank.variants import Variant
 
 __all__ = ["RankingProblem"]
+
+#: The pair-free solver of each loss (``pairfree`` in :data:`cvxrank.solvers.registry.SOLVERS`, a layer
+#: above this module) and the extensions they take: named by the memory budget's messages.
+_PAIRFREE = {"hinge": "cutting_plane", "squared_hinge": "truncated_newton"}
+_PAIRFREE_EXTENSIONS = frozenset({"margin"})
 
 
 class RankingProblem:
@@ -76,6 +81,7 @@ class RankingProblem:
 
     def __init__(self, data, *, costs: Costs | None = None, tau=None, mu=None, weights=None, lam: float = DEFAULT_LAM,
                  variant: Variant | None = None):
+        self._n_pairs = None  # counted from the grades on first use
         if isinstance(data, PairSet):
             self._pairs, self.data = data, data.data
         elif isinstance(data, RankingData):
@@ -104,8 +110,21 @@ class RankingProblem:
     # -- what solvers read ------------------------------------------------------
     @property
     def pairs(self) -> PairSet:
-        """The pair set (formed from the documents on first use, under the memory budget)."""
+        """The pair set (formed from the documents on first use, under the memory budget).
+
+        Raises
+        ------
+        cvxrank.MemoryBudgetError
+            When the pairs, counted before any is formed, would exceed the budget; the message
+            names the pair-free solver that solves this problem's variant.
+        """
         if self._pairs is None:
+            from cvxrank._memory import PAIRFREE_ADVICE, check_pairs
+
+            pairfree = self._pairfree_solvers()
+            check_pairs(self.n_pairs, self.data.n_documents,
+                        (f"the pair-free solver solver={pairfree[0]!r} never forms them; or use fewer or shorter "
+                         "queries, or raise the budget") if pairfree else PAIRFREE_ADVICE)
             self._pairs = make_pairs(self.data)
             self._weights = self.costs.pair_weights(self._pairs)
         return self._pairs
@@ -127,6 +146,29 @@ class RankingProblem:
         """Per-pair QP costs ``C_i = c_i / (2λ)`` of (14) (Theorem 1)."""
         return self.weights / (2.0 * self.lam)
 
+    def _pairfree_solvers(self) -> list[str]:
+        """The pair-free solvers that solve this problem's variant (``cutting_plane`` for the hinge loss,
+        ``truncated_newton`` for the squared hinge; margins alone of the extensions), for the budget's
+        messages: :data:`_PAIRFREE`, the registry's ``pairfree`` solvers (checked against it by the tests)."""
+        name = _PAIRFREE.get(self.variant.loss)
+        return [name] if name is not None and self.variant.extensions <= _PAIRFREE_EXTENSIONS else []
+
+    def _nnz_x(self) -> int:
+        X = self.data.X
+        return int(X.nnz) if hasattr(X, "nnz") else int(X.shape[0] * X.shape[1])
+
+    def _alternatives(self, route: str) -> list[str]:
+        """The leaner ways to solve this problem than ``route`` that apply (for the budget's messages)."""
+        from cvxrank._memory import fits_memory, problem_bytes
+
+        out = []
+        if route == "cvxpy" and fits_memory(problem_bytes(self.data.n_documents, self.n_features, self.n_pairs,
+                                                          self._nnz_x(), "lifted")):
+            out.append("use the lifted formulation (formulation='lifted' keeps D = P X factored)")
+        out += [f"use the pair-free solver solver={name!r}" for name in self._pairfree_solvers()
+                if route != "pairfree"]
+        return out
+
     def check_size(self, route: str) -> None:
         """Refuse, under the memory budget, to solve this problem by ``route``.
 
@@ -138,13 +180,66 @@ class RankingProblem:
         Raises
         ------
         cvxrank.MemoryBudgetError
-            When the estimate exceeds the budget; the message names the feature count.
+            When the estimate exceeds the budget; the message names the feature and pair counts and
+            the leaner ways that apply.
         """
-        from cvxrank._memory import check_problem
+        from cvxrank._memory import check_problem, fits_memory, problem_bytes
 
         X = self.data.X
-        nnz = int(X.nnz) if hasattr(X, "nnz") else int(X.shape[0] * X.shape[1])
-        check_problem(X.shape[0], X.shape[1], self.n_pairs, nnz, route)
+        args = (X.shape[0], X.shape[1], self.n_pairs, self._nnz_x(), route)
+        if not fits_memory(problem_bytes(*args)):  # the alternatives are worked out for the message only
+            check_problem(*args, alternatives=self._alternatives(route))
+
+    def difference_matrix_bytes(self) -> int:
+        """Bytes of ``D = P X`` (:func:`cvxrank._memory.difference_bytes`), from the pairs when they exist,
+        else from the grades: pairs counted and ``nnz(D)`` bounded by :func:`~cvxrank.pairs.pair_degrees`,
+        none formed."""
+        from cvxrank._memory import difference_bytes, difference_matrix_bytes
+
+        if self._pairs is not None:
+            return difference_matrix_bytes(self._pairs)
+        X = self.data.X
+        if not hasattr(X, "indptr"):
+            return difference_bytes(self.n_pairs, self.n_features)
+        row_nnz = np.diff(X.indptr).astype(np.int64)
+        return difference_bytes(self.n_pairs, self.n_features, int(pair_degrees(self.data) @ row_nnz))
+
+    def check_formulation(self, name: str, advice: str | None = None) -> None:
+        """Refuse, under the memory budget, to compile this problem into the CVXPY formulation ``name``.
+
+        Estimated from counts, before a pair or ``D`` is formed: ``D = P X`` with its compiled
+        copies for ``primal``, ``dual`` and ``hinge``
+        (:func:`cvxrank._memory.check_cvxpy_formulation`), the ``lifted`` route for ``lifted``.
+
+        Parameters
+        ----------
+        name : {"primal", "lifted", "dual", "hinge"}
+        advice : str, optional
+            What to do instead; default: the leaner ways that apply to this problem (the lifted
+            formulation when it fits, the pair-free solver of its variant).
+
+        Raises
+        ------
+        cvxrank.MemoryBudgetError
+            When the estimate exceeds the budget.
+        """
+        from cvxrank._memory import check_cvxpy_formulation, check_problem, cvxpy_formulation_bytes, fits_memory
+
+        X = self.data.X
+        if name == "lifted":
+            if advice is None:
+                self.check_size("lifted")
+            else:
+                check_problem(X.shape[0], X.shape[1], self.n_pairs, self._nnz_x(), "lifted", advice=advice)
+            return
+        d_bytes = self.difference_matrix_bytes()
+        if fits_memory(cvxpy_formulation_bytes(X.shape[0], X.shape[1], self.n_pairs, d_bytes)):
+            return
+        if advice is None:
+            hints = [*self._alternatives("cvxpy"), "use fewer pairs or queries", "raise the budget"]
+            advice = ", ".join(hints[:-1]) + ", or " + hints[-1]
+        check_cvxpy_formulation(X.shape[0], X.shape[1], self.n_pairs, d_bytes, dense=not hasattr(X, "indptr"),
+                                advice=advice)
 
     @property
     def n_features(self) -> int:
@@ -152,8 +247,12 @@ class RankingProblem:
 
     @property
     def n_pairs(self) -> int:
-        """Number of pairs, counted without forming them when they do not exist yet."""
-        return self._pairs.n_pairs if self._pairs is not None else int(count_pairs(self.data).sum())
+        """Number of pairs, counted without forming them when they do not exist yet (once: the grades are fixed)."""
+        if self._pairs is not None:
+            return self._pairs.n_pairs
+        if getattr(self, "_n_pairs", None) is None:
+            self._n_pairs = int(count_pairs(self.data).sum())
+        return self._n_pairs
 
     @property
     def source(self) -> str:
@@ -185,6 +284,7 @@ class RankingProblem:
     def _copy(self, costs: Costs, lam: float) -> RankingProblem:
         new = RankingProblem.__new__(RankingProblem)
         new.data, new._pairs, new.costs, new.lam = self.data, self._pairs, costs, check_lam(lam)
+        new._n_pairs = getattr(self, "_n_pairs", None)
         new.variant = self.variant
         new._weights = self._weights if costs is self.costs else None
         if new._pairs is not None and new._weights is None:

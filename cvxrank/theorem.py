@@ -44,7 +44,7 @@ from cvxrank._validation import POSITIVE_INT, check, check_time_limit
 from cvxrank.costs import DEFAULT_LAM, Costs, check_lam
 from cvxrank.data import RankingData
 from cvxrank.exceptions import CvxrankError, InaccurateSolutionWarning, SolverError, ValidationError
-from cvxrank.formulations import FORMULATIONS, build
+from cvxrank.formulations import FORMULATIONS, build, choose_formulation
 from cvxrank.objectives import hinge_objective, qp_objective
 from cvxrank.pairs import PairSet, make_pairs
 from cvxrank.problem import RankingProblem
@@ -259,6 +259,15 @@ def _progress_bar(total: int, enabled: bool | None):
         bar.close()
 
 
+def _check_reference_fits(problem: RankingProblem) -> None:
+    """Refuse, from counts and before any pair is formed, a problem whose reference solve (a CVXPY
+    solver on the automatic formulation) would exceed the memory budget."""
+    problem.check_formulation(
+        choose_formulation(problem),
+        advice="the reference solve compiles the whole problem with CVXPY, so verify Theorem 1 on fewer or "
+               "shorter queries (RankingData.select_queries), or raise the budget")
+
+
 def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam: float = DEFAULT_LAM, solvers=None,
                     formulations=None, work_limits=None, time_limit: float | None = None,
                     reference: str = "clarabel", on_row=None, progress: bool | None = False) -> pd.DataFrame:
@@ -309,6 +318,12 @@ def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam:
     progress : bool or None, default False
         Show a progress bar over the rows on stderr (None: when stderr is a terminal).
 
+    Raises
+    ------
+    cvxrank.MemoryBudgetError
+        When the reference solve would exceed the memory budget: estimated from the pair count,
+        before a pair is formed.
+
     Returns
     -------
     pandas.DataFrame
@@ -333,9 +348,11 @@ def verify_theorem1(data, *, tau=None, mu=None, costs: Costs | None = None, lam:
     if isinstance(data, RankingProblem):
         if tau is not None or mu is not None or costs is not None:
             raise ValidationError("a RankingProblem brings its own costs: do not give tau, mu or costs")
+        _check_reference_fits(data)
         problem = data
     else:
         if isinstance(data, RankingData):
+            _check_reference_fits(RankingProblem(data, lam=check_lam(lam)))  # counts only: no pair formed
             pairs = make_pairs(data)
         elif isinstance(data, PairSet):
             pairs = data

@@ -80,6 +80,33 @@ def test_every_route_is_estimated_at_least_at_two_weight_vectors(route):
     assert need >= 2 * 8 * n_features + 8 * n_documents
 
 
+@pytest.mark.parametrize("density", [1.0, 0.2])
+def test_d_is_estimated_from_counts_as_from_the_pairs(density):
+    """Before any pair is formed, ``D``'s bytes come from the pair count and each document's pair degree
+    (the pairs it belongs to): the same number as from the formed pairs, exactly."""
+    from cvxrank.pairs import pair_degrees
+
+    data = cr.make_ranking(n_queries=8, docs_per_query=(5, 30), n_features=12, density=density, random_state=1)
+    problem = cr.RankingProblem(data, lam=0.1)
+    from_counts = problem.difference_matrix_bytes()
+    assert not problem.has_pairs
+    pairs = make_pairs(data)
+    assert from_counts == M.difference_matrix_bytes(pairs)
+    degrees = np.bincount(pairs.better, minlength=data.n_documents) + np.bincount(pairs.worse,
+                                                                                  minlength=data.n_documents)
+    np.testing.assert_array_equal(pair_degrees(data), degrees)
+
+
+def test_forming_pairs_is_estimated_at_least_at_the_pair_set():
+    """What a pair set holds: two document indices, the query and the grade pair of each pair, and the
+    incidence matrix ``P`` (two entries a pair, and its row pointers)."""
+    data = cr.make_ranking(n_queries=20, docs_per_query=40, n_features=3, random_state=0)
+    pairs = make_pairs(data)
+    held = sum(a.nbytes for a in (pairs.better, pairs.worse, pairs.query, pairs.pair_type,
+                                  pairs.P.data, pairs.P.indices, pairs.P.indptr))
+    assert M.pair_set_bytes(pairs.n_pairs) >= held
+
+
 @pytest.mark.slow  # a child process imports cvxrank, CVXPY and Clarabel
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the peak RSS from Linux's /proc")
 @pytest.mark.parametrize("solver", ["clarabel", "cutting_plane"])

@@ -208,3 +208,154 @@ def test_the_read_estimate_counts_the_whole_text(tmp_path):
         set_memory_budget(letor_read_bytes(packed) - 1)
         with pytest.raises(MemoryBudgetError, match=rf"reading .*{name} \(.* of text\) needs about"):
             cr.load_letor(packed)
+
+
+# -- pairs are counted, never formed, before the budget refuses them ------------------------------------
+LONG_QUERY_DOCUMENTS = 2000
+
+
+@pytest.fixture
+def long_query():
+    """One query of 2,000 documents in three grades: 1,333,333 pairs, counted in microseconds from the
+    grades, 200 MiB once formed; the pair-free solver needs 260 KB (its vectors of 3 features, 2,000 scores)."""
+    n = LONG_QUERY_DOCUMENTS
+    X = np.random.default_rng(0).normal(size=(n, 3))
+    return cr.RankingData(X, np.arange(n) % 3, np.zeros(n, dtype=np.int64))
+
+
+def traced_peak(fn):
+    """``(peak bytes traced while fn() ran, the exception it raised or None)``; numpy's arrays are traced."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        try:
+            fn()
+            raised = None
+        except MemoryBudgetError as exc:
+            raised = exc
+        return tracemalloc.get_traced_memory()[1], raised
+    finally:
+        tracemalloc.stop()
+
+
+def one_pair_array(n_pairs) -> int:
+    """The two index arrays (better, worse; int64) that any forming of ``n_pairs`` pairs holds at least."""
+    return 2 * 8 * n_pairs
+
+
+def _fit(solver, formulation="auto"):
+    return lambda data: RankSVM(lam=0.1, solver=solver, formulation=formulation).fit(data)
+
+
+def _solve(solver, formulation="auto"):
+    return lambda data: solve(cr.RankingProblem(data, lam=0.1), solver, formulation=formulation)
+
+
+def _build(formulation):
+    return lambda data: build(cr.RankingProblem(data, lam=0.1), formulation=formulation)
+
+
+def _verify(data):
+    from cvxrank.theorem import verify_theorem1
+
+    return verify_theorem1(data, lam=0.1, solvers=["clarabel"])
+
+
+ENTRY_POINTS = {
+    "fit clarabel": _fit("clarabel"), "fit subgradient": _fit("subgradient"), "fit gd": _fit("gd"),
+    "fit clarabel primal": _fit("clarabel", "primal"), "fit clarabel hinge": _fit("clarabel", "hinge"),
+    "solve clarabel": _solve("clarabel"), "solve subgradient": _solve("subgradient"), "solve gd": _solve("gd"),
+    "solve clarabel dual": _solve("clarabel", "dual"),
+    "build auto": _build("auto"), "build primal": _build("primal"), "build lifted": _build("lifted"),
+    "build dual": _build("dual"), "build hinge": _build("hinge"),
+    "make_pairs": make_pairs, "RankingProblem.pairs": lambda data: cr.RankingProblem(data).pairs,
+    "verify_theorem1": _verify,
+}
+
+
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+def test_a_long_query_is_refused_from_its_pair_count_before_any_pair_is_formed(long_query, entry):
+    """Every path that forms pairs refuses from their count: its traced peak stays below the two index
+    arrays any forming of the pairs holds (one query of 20,000 documents reached 3.46 GB this way)."""
+    n_pairs = int(cr.pairs.count_pairs(long_query).sum())
+    set_memory_budget("2MiB")
+    peak, raised = traced_peak(lambda: ENTRY_POINTS[entry](long_query))
+    assert raised is not None, f"{entry} was not refused"
+    assert peak < one_pair_array(n_pairs), f"{entry} allocated {peak:,} bytes before refusing"
+    message = str(raised)
+    assert f"{n_pairs:,} pairs" in message and "2.0 MiB" in message
+    if entry == "verify_theorem1":
+        assert "fewer or shorter queries" in message
+    else:
+        assert "solver='cutting_plane'" in message
+
+
+def test_the_formulation_is_chosen_from_counts(long_query):
+    from cvxrank.formulations import choose_formulation
+
+    for data in (cr.make_ranking(n_queries=5, n_features=6, random_state=0),
+                 cr.make_ranking(n_queries=5, n_features=60, density=0.1, random_state=0)):
+        problem = cr.RankingProblem(data, lam=0.1)
+        assert choose_formulation(problem) == choose_formulation(make_pairs(data))
+        assert not problem.has_pairs
+    problem = cr.RankingProblem(long_query, lam=0.1)
+    set_memory_budget("2MiB")
+    assert choose_formulation(problem) == "primal"  # D: 3 entries a pair; the lift: 3 a pair, plus X
+    assert not problem.has_pairs  # the rule read the pair count, not the pairs
+
+
+def test_the_named_way_out_fits_the_budget_that_refused(long_query):
+    set_memory_budget("2MiB")
+    with pytest.raises(MemoryBudgetError, match="solver='cutting_plane'"):
+        RankSVM(lam=0.1, solver="clarabel").fit(long_query)
+    model = RankSVM(lam=0.1, solver="cutting_plane").fit(long_query)
+    assert model.result_.status == "optimal"
+
+
+def test_explicit_pairs_above_the_budget_are_refused_before_their_copies():
+    data = cr.RankingData(np.zeros((4, 2)), np.zeros(4), np.zeros(4, dtype=np.int64))
+    n = 400_000
+    better, worse = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
+    set_memory_budget("2MiB")
+    peak, raised = traced_peak(lambda: cr.pairs.preference_pairs(data, better, worse))
+    assert raised is not None and f"{n:,} pairs" in str(raised)
+    assert peak < 8 * n  # not one copy of an index array
+
+
+@pytest.mark.parametrize("argv", [["fit", "--solver", "clarabel"], ["fit", "--solver", "subgradient"],
+                                  ["fit", "--solver", "gd"], ["verify"]])
+def test_the_cli_refuses_a_long_query_in_one_line(long_query, tmp_path, monkeypatch, capsys, argv):
+    """``CVXRANK_MEMORY_BUDGET=2MiB cvxrank fit long.letor --solver clarabel`` (and ``subgradient``,
+    ``gd``, ``verify --data``): exit 2 with one line, before any pair is formed."""
+    from cvxrank.cli import main
+
+    path = tmp_path / "long.letor"
+    cr.data.save_letor(long_query, path)
+    n_pairs = int(cr.pairs.count_pairs(long_query).sum())
+    command = ([argv[0], str(path), "--model", str(tmp_path / "m.json"), *argv[1:]] if argv[0] == "fit"
+               else ["verify", "--data", str(path), "--solvers", "clarabel"])
+    monkeypatch.setenv("CVXRANK_MEMORY_BUDGET", "2MiB")
+    capsys.readouterr()
+    codes = []
+    peak, _ = traced_peak(lambda: codes.append(main(command)))
+    err = capsys.readouterr().err
+    assert codes == [2] and len(err.strip().splitlines()) == 1, err
+    assert f"{n_pairs:,} pairs" in err and "CVXRANK_MEMORY_BUDGET=2MiB" in err
+    assert peak < one_pair_array(n_pairs)
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_the_messages_name_the_registrys_pair_free_solvers():
+    """The problem names the pair-free solver of its variant without importing the solvers (a layer
+    above it): the same solvers the registry marks pair-free and accepting the variant."""
+    from cvxrank.solvers.registry import SOLVERS
+    from cvxrank.variants import Variant
+
+    data = cr.make_ranking(n_queries=3, n_features=4, random_state=0)
+    for variant in (Variant(), Variant(loss="squared_hinge"), Variant(margin="grade_difference"), Variant(l1=0.1),
+                    Variant(lower=0.0), Variant(loss="squared_hinge", upper=1.0)):
+        problem = cr.RankingProblem(data, lam=0.1, variant=variant)
+        registry = [s.name for s in SOLVERS.values() if s.pairfree and s.accepts(variant)]
+        assert problem._pairfree_solvers() == registry, variant

@@ -53,13 +53,29 @@ def choose_formulation(pairs) -> str:
     rule (``docs/formulation-choice.md``). For very short queries, where ``D`` is the
     smaller, the dual (18) can be faster with interior-point solvers
     but ADMM solvers (OSQP) stall on it, so the rule keeps the primal there.
+
+    Only counts enter the rule: a :class:`~cvxrank.problem.RankingProblem` given as
+    documents has its pairs counted from the grades, never formed (they may not fit
+    in memory; :func:`build` checks the budget next, before forming them).
+
+    Parameters
+    ----------
+    pairs : PairSet or RankingProblem
+
+    Returns
+    -------
+    str
     """
     if isinstance(pairs, RankingProblem):
-        pairs = pairs.pairs
-    X = pairs.data.X
+        n_pairs, data = pairs.n_pairs, pairs.data
+    elif isinstance(pairs, PairSet):
+        n_pairs, data = pairs.n_pairs, pairs.data
+    else:
+        raise ValidationError(f"choose_formulation takes a PairSet or a RankingProblem, got {type(pairs).__name__}")
+    X = data.X
     per_doc = X.nnz / X.shape[0] if hasattr(X, "nnz") else X.shape[1]
-    dense_nnz = pairs.n_pairs * per_doc
-    lifted_nnz = (X.nnz if hasattr(X, "nnz") else X.size) + pairs.n_documents + 3 * pairs.n_pairs
+    dense_nnz = n_pairs * per_doc
+    lifted_nnz = (X.nnz if hasattr(X, "nnz") else X.size) + data.n_documents + 3 * n_pairs
     return "lifted" if lifted_nnz <= dense_nnz else "primal"
 
 
@@ -109,11 +125,12 @@ def build(problem, formulation: str = "auto", *, C=None, weights=None, lam=None,
         problem, C = ranking, None
     elif isinstance(problem, PairSet) and C is None:
         raise ValidationError(f"the {formulation} formulation of a pair set needs C, or weights and lam")
-    if formulation == "hinge":
-        ranking, _ = as_problem(problem, C)
-        return build_hinge(ranking, costs=costs)
+    # the problem itself (as_problem would read its costs C, which forms its pairs), or the one of a pair set
+    ranking = problem if isinstance(problem, RankingProblem) and C is None else as_problem(problem, C)[0]
     if formulation == "auto":
-        formulation = choose_formulation(problem)  # both primal forms state every variant
+        formulation = choose_formulation(ranking)  # both primal forms state every variant; counts only
+    ranking.check_formulation(formulation)  # from counts: before a pair, D or a CVXPY object is allocated
+    if formulation == "hinge":
+        return build_hinge(ranking, costs=costs)
     builder = {"primal": build_primal, "lifted": build_lifted_primal, "dual": build_dual}[formulation]
-    as_problem(problem, C)[0].check_size("lifted" if formulation == "lifted" else "cvxpy")  # before CVXPY allocates
     return builder(problem, C=C, costs=costs)
