@@ -37,6 +37,7 @@ __all__ = [
     "check_generated",
     "check_letor_files",
     "check_memory",
+    "check_model_file",
     "check_pairs",
     "check_problem",
     "cvxpy_formulation_bytes",
@@ -49,6 +50,7 @@ __all__ = [
     "get_memory_budget",
     "letor_read_bytes",
     "letor_values",
+    "model_read_bytes",
     "newton_bytes",
     "pair_set_bytes",
     "parse_size",
@@ -504,6 +506,42 @@ def check_generated(n_documents: float, n_features: int, what: str, density: flo
     check_memory(generated_bytes(n_documents, n_features, density),
                  f"generating {what} (about {n_documents:,.0f} documents x {n_features:,} features)",
                  "generate fewer queries or features, or raise the budget")
+
+
+#: Peak bytes per number of a model file (:func:`cvxrank.estimators.load_model`): the Python float JSON
+#: parses it into and its slot in the list (32), then its float64 in the weight vector (8).
+MODEL_VALUE_BYTES = 40
+
+
+def model_read_bytes(size: int, values: int) -> int:
+    """Estimated peak bytes of reading a model file of ``size`` bytes holding at most ``values`` numbers:
+    the bytes read and the text decoded from them (``2 size``), and :data:`MODEL_VALUE_BYTES` a number.
+
+    Examples
+    --------
+    >>> model_read_bytes(1000, 50)
+    4000
+    """
+    return 2 * int(size) + MODEL_VALUE_BYTES * int(values)
+
+
+def check_model_file(path, size: int, values: int = 0) -> None:
+    """Refuse to read (``values`` 0: from its size alone, before reading) or to parse a model file whose
+    :func:`model_read_bytes` exceed the budget.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model file, for the message.
+    size : int
+        Its length in bytes.
+    values : int, default 0
+        A bound on its numbers (its commas, plus one), once its bytes are read.
+    """
+    what = f"{size:,} bytes" + (f", up to {values:,} numbers" if values else "")
+    check_memory(model_read_bytes(size, values), f"reading the model file {os.fspath(path)} ({what})",
+                 "raise the budget (a model holds a weight per feature: a stray large feature index at "
+                 "training makes it that wide)")
 
 
 # -- measuring ------------------------------------------------------------------

@@ -107,6 +107,17 @@ def test_forming_pairs_is_estimated_at_least_at_the_pair_set():
     assert M.pair_set_bytes(pairs.n_pairs) >= held
 
 
+def test_reading_a_model_is_estimated_at_least_at_its_bytes_and_weights(tmp_path):
+    """The file's bytes and their text (one byte a character), and the float64 weight vector."""
+    from cvxrank.estimators import RankSVM, load_model
+
+    model = RankSVM(lam=0.1, solver="cutting_plane").fit(cr.make_ranking(n_queries=4, n_features=300,
+                                                                        random_state=0))
+    model.save(tmp_path / "m.json")
+    raw = (tmp_path / "m.json").read_bytes()
+    assert M.model_read_bytes(len(raw), raw.count(b",") + 1) >= 2 * len(raw) + load_model(tmp_path / "m.json").coef_.nbytes
+
+
 @pytest.mark.slow  # a child process imports cvxrank, CVXPY and Clarabel
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the peak RSS from Linux's /proc")
 @pytest.mark.parametrize("solver", ["clarabel", "cutting_plane"])

@@ -93,6 +93,62 @@ class BaseRanker(BaseEstimator):
         scores = X @ self.coef_
         return np.asarray(scores).ravel()
 
+    def scores(self, X) -> np.ndarray:
+        """Scores ``<w, x>`` of documents whose highest feature may be below the model's width.
+
+        A test file's highest feature index may simply be lower than the training file's. The
+        missing trailing features count as zeros without being materialised: the scores are
+        ``X @ coef_[:X.shape[1]]``, in float64 arithmetic whether ``X`` is stored in float64 or
+        float32, so ``X`` is never padded to the model's width (32 documents padded to a model of
+        3,000,000 weights are 768 MB dense). With the full width they are
+        :meth:`decision_function`'s scores.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_documents, k), k <= n_features_in_, or RankingData
+
+        Returns
+        -------
+        ndarray of shape (n_documents,)
+
+        Raises
+        ------
+        ValidationError
+            When ``X`` has more features than the model, or values that are not finite numbers.
+        cvxrank._memory.MemoryBudgetError
+            When the scores (and a float64 block of rows of a float32 ``X``) would exceed the memory budget.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from cvxrank.estimators import RankSVM
+        >>> model = RankSVM()
+        >>> model.coef_, model.n_features_in_ = np.array([1.0, 2.0, 3.0]), 3
+        >>> model.scores(np.array([[1.0, 1.0], [0.0, 2.0]])).tolist()
+        [3.0, 4.0]
+        """
+        import scipy.sparse as sp
+        from sklearn.utils import check_array
+
+        from cvxrank._float64 import CHUNK_BYTES, matvec
+        from cvxrank._memory import check_memory
+
+        check_is_fitted(self, "coef_")
+        if isinstance(X, RankingData):
+            X = X.X
+        try:
+            X = check_array(X, accept_sparse="csr", dtype=(np.float64, np.float32))
+        except ValueError as exc:
+            raise ValidationError(f"cannot score X: {exc}") from None
+        width = int(self.coef_.shape[0])
+        if X.shape[1] > width:
+            raise ValidationError(f"X has features up to {X.shape[1]:,}, but the model was fitted with {width:,}")
+        check_memory(8 * X.shape[0] + (0 if X.dtype == np.float64 else CHUNK_BYTES),
+                     f"scoring {X.shape[0]:,} documents", "score fewer documents at a time, or raise the budget")
+        if sp.issparse(X):
+            X = X.tocsr()
+        return matvec(X, self.coef_[:X.shape[1]])
+
     def predict(self, X) -> np.ndarray:
         """The same scores as :meth:`decision_function` (a ranker predicts an order, not a label)."""
         return self.decision_function(X)

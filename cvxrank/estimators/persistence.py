@@ -26,11 +26,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 
 import numpy as np
 
 from cvxrank import __version__
 from cvxrank._io import read_input
+from cvxrank._memory import check_model_file
 from cvxrank._validation import FINITE, NONNEG_INT, POSITIVE, POSITIVE_INT, Interval, check
 from cvxrank.costs import Costs
 from cvxrank.estimators.listwise import CsRgList, ListMLE
@@ -211,6 +213,16 @@ def model_from_dict(doc, *, source="model") -> object:
     return model
 
 
+def _check_model_size(path) -> None:
+    """Refuse a regular model file whose bytes and text alone would exceed the memory budget, before reading it."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # reading names the error
+    if stat.S_ISREG(info.st_mode):
+        check_model_file(path, info.st_size)
+
+
 def load_model(path):
     """Read a model file written by :func:`save_model`.
 
@@ -222,11 +234,19 @@ def load_model(path):
         Parameter values (``params``) are only checked to be parameters of
         the named estimator; the estimator validates their values when it is
         fitted again.
+    cvxrank._memory.MemoryBudgetError
+        When reading it would exceed the memory budget (:func:`cvxrank._memory.check_model_file`:
+        from its size before reading, from its numbers before parsing).
     """
     path = os.fspath(path)
     try:
-        doc = json.loads(read_input(path).decode("utf-8"), parse_constant=_reject_constant)
-    except ValidationError:  # a FIFO nothing writes to (read_input names it)
+        _check_model_size(path)
+        raw = read_input(path)
+        check_model_file(path, len(raw), raw.count(b",") + 1)  # before the text and its numbers are parsed
+        text = raw.decode("utf-8")
+        del raw  # not held while the text is parsed
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except ValidationError:  # a FIFO nothing writes to (read_input names it), or the memory budget
         raise
     except FileNotFoundError:
         raise ValidationError(f"model file {path} does not exist") from None
