@@ -207,3 +207,25 @@ def test_affine_optimal_is_feasible(cases, lam):
         assert Fraction(res.certificate.infeasibility) >= _violation(res.w)
         if res.status == "optimal":
             assert _violation(res.w) <= Fraction(res.certificate.feasibility_tol)
+
+
+@pytest.mark.parametrize("solver", ["subgradient", "gd", "clarabel", "cutting_plane"])
+def test_smallest_costs_get_a_distance_bound_that_holds(solver):
+    """Pair costs at the smallest accepted (``C_i = 1e-100``): ``‖w*‖²`` near 1e-200, yet the distance bound
+    must hold, never be 0.
+
+    With costs this small every pair is below its margin at the optimum, so ``w* = Dᵀ C``
+    exactly (16); the test computes it in exact arithmetic.
+    """
+    data = cr.make_ranking(n_queries=3, docs_per_query=4, n_features=3, random_state=2)
+    pairs = cr.make_pairs(data)
+    problem = cr.RankingProblem(pairs, weights=np.full(pairs.n_pairs, 1e-100), lam=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = cr.solve(problem, solver)
+    C = [Fraction(float(v)) for v in problem.C]
+    D, _ = _pairs_exact(problem)
+    w_star = [sum(ci * d[j] for ci, d in zip(C, D)) for j in range(problem.n_features)]
+    distance2 = sum((Fraction(float(a)) - b) ** 2 for a, b in zip(res.w, w_star))
+    assert res.distance_bound > 0 and res.gap_M > 0
+    assert Fraction(res.distance_bound) ** 2 >= distance2
