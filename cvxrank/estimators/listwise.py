@@ -40,18 +40,22 @@ class _ListwiseRanker(BaseRanker):
         """Fit ``w`` on graded documents (see :meth:`cvxrank.estimators.RankSVM.fit` for the arguments)."""
         from cvxrank.listwise import ListwiseProblem
         from cvxrank.solvers import solve
-        from cvxrank.solvers.registry import max_iter_options
+        from cvxrank.solvers.registry import ITERATION_CAP, max_iter_options
 
         check("score_k", self.score_k, POSITIVE_INT)
+        check("max_iter", self.max_iter, ITERATION_CAP.or_none())
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")
+        if not isinstance(self.verbose, (bool, np.bool_)):
+            raise ValidationError(f"verbose must be True or False, got {self.verbose!r}")
         data = as_ranking_data(X, y, qid, estimator=self)
         C = _resolve_C(self.C, self.lam)
         options = dict(self.solver_options or {})
         solver = str(self.solver).lower()
         if self.max_iter is not None:
             options = {**max_iter_options("newton" if solver == "auto" else solver, self.max_iter), **options}
-        result = solve(ListwiseProblem(data, C=C, pcf=self._pcf()), solver, tol=self.tol, **options)
+        result = solve(ListwiseProblem(data, C=C, pcf=self._pcf()), solver, tol=self.tol, verbose=bool(self.verbose),
+                       **options)
         self.coef_ = np.asarray(result.w, dtype=np.float64)
         self.n_features_in_ = data.n_features
         self.result_ = result
@@ -74,14 +78,19 @@ _DOC = """
     tol : float, default 1e-6
         Newton stops when ``‖dirn‖₁ < tol``; the status is ``"optimal"`` when the
         gradient certificate ``½‖∇f‖²/f ≤ tol`` holds.
-    max_iter : int, default 50
-        ``T`` of Step 5.
+    max_iter : int, optional
+        ``T`` of Step 5 for Newton; the iteration cap of a CVXPY solver. Default: the solver's
+        work limit (:meth:`cvxrank.solvers.registry.SolverSpec.work_options`: Newton 50, SCS
+        100,000, Clarabel and ECOS 100); a run it stops ends as ``"user_limit"``.
     random_state : None
         Unused (the methods are deterministic); kept for a uniform interface.
     solver_options : dict, optional
-        Passed to the solver through :func:`cvxrank.solve`, checked by name (Newton: ``line_search``).
+        Passed to the solver through :func:`cvxrank.solve`, checked by name and, for the known
+        numeric options, by value (Newton: ``line_search``).
     score_k : int, default 10
         ``score`` returns the mean NDCG@``score_k``.
+    verbose : bool, default False
+        Let the solver report its progress on stdout.
 
     Attributes
     ----------
@@ -112,8 +121,8 @@ class ListMLE(_ListwiseRanker):
     ('optimal', True)
     """
 
-    def __init__(self, *, C=None, lam=None, solver="newton", tol=1e-6, max_iter=50, random_state=None,
-                 solver_options=None, score_k=10):
+    def __init__(self, *, C=None, lam=None, solver="newton", tol=1e-6, max_iter=None, random_state=None,
+                 solver_options=None, score_k=10, verbose=False):
         self.C = C
         self.lam = lam
         self.solver = solver
@@ -122,6 +131,7 @@ class ListMLE(_ListwiseRanker):
         self.random_state = random_state
         self.solver_options = solver_options
         self.score_k = score_k
+        self.verbose = verbose
 
     def _pcf(self):
         return None
@@ -146,8 +156,8 @@ class CsRgList(_ListwiseRanker):
     'optimal'
     """
 
-    def __init__(self, *, pcf=3.0, C=None, lam=None, solver="newton", tol=1e-6, max_iter=50, random_state=None,
-                 solver_options=None, score_k=10):
+    def __init__(self, *, pcf=3.0, C=None, lam=None, solver="newton", tol=1e-6, max_iter=None, random_state=None,
+                 solver_options=None, score_k=10, verbose=False):
         self.pcf = pcf
         self.C = C
         self.lam = lam
@@ -157,6 +167,7 @@ class CsRgList(_ListwiseRanker):
         self.random_state = random_state
         self.solver_options = solver_options
         self.score_k = score_k
+        self.verbose = verbose
 
     def _pcf(self):
         return self.pcf

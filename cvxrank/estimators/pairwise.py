@@ -30,7 +30,7 @@ from cvxrank.formulations import FORMULATIONS, build, build_hinge
 from cvxrank.pairs import make_pairs
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import FALLBACK_CHAIN, solve
-from cvxrank.solvers.registry import AUTO_PAIRFREE_PAIRS, SOLVERS, choose_solver, max_iter_options
+from cvxrank.solvers.registry import AUTO_PAIRFREE_PAIRS, ITERATION_CAP, SOLVERS, choose_solver, max_iter_options
 from cvxrank.variants import Variant
 
 __all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS", "tau_table"]
@@ -65,10 +65,12 @@ class _PairwiseRanker(BaseRanker):
             raise ValidationError(f"unknown formulation {self.formulation!r}; choose one of "
                                   f"{', '.join(FORMULATIONS + ('auto',))}")
         check("tol", self.tol, Interval(0, 1, closed="neither", none=True))
-        check("max_iter", self.max_iter, Interval(1, None, integer=True, none=True))
+        check("max_iter", self.max_iter, ITERATION_CAP.or_none())
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")
         check("score_k", self.score_k, POSITIVE_INT)
+        if not isinstance(self.verbose, (bool, np.bool_)):
+            raise ValidationError(f"verbose must be True or False, got {self.verbose!r}")
 
     def _variant(self) -> Variant:
         return Variant(loss=getattr(self, "loss", "hinge"), margin=getattr(self, "margin", None),
@@ -117,11 +119,12 @@ class _PairwiseRanker(BaseRanker):
 
     def _solve(self, problem: RankingProblem, solver: str, options: dict):
         """Solve the one problem of this fit; the pair-free solver never forms its pairs."""
+        verbose = bool(self.verbose)
         if solver in PAIRFREE_SOLVERS and self.formulation == "auto":
-            return solve(problem, solver, tol=self.tol, **options)
+            return solve(problem, solver, tol=self.tol, verbose=verbose, **options)
         if self.formulation == "hinge" or solver == "gd":
-            return solve(build_hinge(problem), solver, tol=self.tol, **options)
-        return solve(build(problem, formulation=self.formulation), solver, tol=self.tol, **options)
+            return solve(build_hinge(problem), solver, tol=self.tol, verbose=verbose, **options)
+        return solve(build(problem, formulation=self.formulation), solver, tol=self.tol, verbose=verbose, **options)
 
     def _set_fitted(self, result, data, lam, table):
         self.coef_ = np.asarray(result.w, dtype=np.float64)
@@ -178,7 +181,7 @@ class _PairwiseRanker(BaseRanker):
             return [clone(proto).set_params(lam=v).fit(data) for v in lams]  # CVXPY paths: the papers' problem
         problem = RankingProblem(make_pairs(data), costs=costs, lam=lams[0])
         path = solve_path(problem, lams=lams, formulation=self.formulation,
-                          solver=solver, tol=self.tol, **proto._options(solver))
+                          solver=solver, tol=self.tol, verbose=bool(self.verbose), **proto._options(solver))
         return [clone(proto).set_params(lam=v)._set_fitted(r, data, v, costs.tau) for v, r in zip(lams, path)]
 
 
@@ -209,13 +212,21 @@ _COMMON_DOC = """
         Certified relative duality gap required for status ``"optimal"``;
         default: the solver's own (1e-6; 1e-4 for the pure ``subgradient`` method).
     max_iter : int, optional
-        Iteration cap, passed under the solver's own option name.
+        Iteration (``cutting_plane``: oracle-call) cap, passed under the solver's own option name.
+        Default: the solver's work limit
+        (:attr:`cvxrank.solvers.registry.SolverSpec.work_limit`: Clarabel and ECOS 100
+        iterations, OSQP 100,000, SCS 10,000, ...); a run it stops ends as ``"user_limit"``
+        with its certified gap.
     random_state : int, optional
         Seed of the ``τ`` estimation (the only random step).
     solver_options : dict, optional
-        Passed to the solver untouched.
+        The solver's own options, passed through :func:`cvxrank.solve`, which checks their
+        names and the values of the known numeric ones.
     score_k : int, default 10
         ``score`` returns the mean NDCG@``score_k``.
+    verbose : bool, default False
+        Let the solver report its progress on stdout (a CVXPY solver's own log; a line per
+        certificate check of the native solvers).
 
     Attributes
     ----------
@@ -253,7 +264,7 @@ class RankSVM(_PairwiseRanker):
 
     def __init__(self, *, lam=None, C=None, loss="hinge", margin=None, l1=0.0, lower=None, upper=None,
                  formulation="auto", solver="auto", tol=None, max_iter=None, random_state=None, solver_options=None,
-                 score_k=10):
+                 score_k=10, verbose=False):
         self.lam = lam
         self.loss = loss
         self.margin = margin
@@ -268,6 +279,7 @@ class RankSVM(_PairwiseRanker):
         self.random_state = random_state
         self.solver_options = solver_options
         self.score_k = score_k
+        self.verbose = verbose
 
     def _costs(self, data):
         return None, None
@@ -301,7 +313,7 @@ class CostSensitiveRankSVM(_PairwiseRanker):
 
     def __init__(self, *, tau="estimate", tau_swaps=100, lam=None, C=None, loss="hinge", margin=None, l1=0.0,
                  lower=None, upper=None, formulation="auto", solver="auto", tol=None, max_iter=None,
-                 random_state=None, solver_options=None, score_k=10):
+                 random_state=None, solver_options=None, score_k=10, verbose=False):
         self.tau = tau
         self.loss = loss
         self.margin = margin
@@ -318,6 +330,7 @@ class CostSensitiveRankSVM(_PairwiseRanker):
         self.random_state = random_state
         self.solver_options = solver_options
         self.score_k = score_k
+        self.verbose = verbose
 
     def _costs(self, data):
         return tau_table(self.tau, data, T=self.tau_swaps, random_state=self.random_state), None
@@ -367,7 +380,7 @@ class RankSVMIR(_PairwiseRanker):
     def __init__(self, *, tau="estimate", mu="balanced", variant="both", optimizer="qp", learning_rate=None,
                  tau_swaps=100, lam=None, C=None, loss="hinge", margin=None, l1=0.0, lower=None, upper=None,
                  formulation="auto", solver="auto", tol=None, max_iter=None, random_state=None, solver_options=None,
-                 score_k=10):
+                 score_k=10, verbose=False):
         self.tau = tau
         self.mu = mu
         self.loss = loss
@@ -388,6 +401,7 @@ class RankSVMIR(_PairwiseRanker):
         self.random_state = random_state
         self.solver_options = solver_options
         self.score_k = score_k
+        self.verbose = verbose
 
     def _check_params(self):
         super()._check_params()

@@ -307,7 +307,7 @@ def method_labels(methods, what: str = "methods") -> list[str]:
 
 def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, ks=DEFAULT_KS, relevant=1,
                    select_by: str = "ndcg@10", random_state=0, progress: bool | None = None,
-                   baseline: str | None = None) -> CVResult:
+                   baseline: str | None = None, max_iter: int | None = None) -> CVResult:
     """Run every method on every split, choosing parameters on the validation part.
 
     Parameters
@@ -329,6 +329,10 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
         Show a tqdm progress bar (default: when stderr is a terminal).
     baseline : str, optional
         The method the report's sign tests compare with (default: all pairs).
+    max_iter : int, optional
+        The iteration (``cutting_plane``: oracle-call) cap of every fit whose method ``params`` sets none.
+        Default: each solver's work limit
+        (:attr:`~cvxrank.solvers.registry.SolverSpec.work_limit`), which :func:`cvxrank.solve` gives.
 
     Returns
     -------
@@ -337,6 +341,7 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     from tqdm.auto import tqdm
 
     from cvxrank.estimators.methods import method_label
+    from cvxrank.solvers.registry import ITERATION_CAP
 
     if isinstance(splits, RankingData):
         splits = query_folds(splits, random_state=random_state)
@@ -348,6 +353,7 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     params = params or {}
     for m in params:
         method_label(m)
+    check("max_iter", max_iter, ITERATION_CAP.or_none())
     metric_names = list(per_query_metrics([1, 0], [1.0, 0.0], [1, 1], ks=ks, relevant=relevant).columns)
     check("select_by", select_by, Options(tuple(metric_names)))
     if baseline is not None and baseline not in labels and baseline not in methods:
@@ -358,7 +364,7 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
     rows, selection = [], []
     try:
         for method, label in zip(methods, labels):
-            fixed = dict(params.get(method, {}))
+            fixed = {**({} if max_iter is None else {"max_iter": max_iter}), **dict(params.get(method, {}))}
             grid = _grid_for(method, grids)
             for split in splits:
                 best = None

@@ -47,7 +47,7 @@ from cvxrank.native.cutting_plane import cutting_plane
 from cvxrank.native.truncated_newton import _solve as _truncated_newton
 from cvxrank.native.truncated_newton import truncated_newton
 from cvxrank.problem import RankingProblem
-from cvxrank.solution import Certificate, SolveResult
+from cvxrank.solution import Certificate, SolveResult, judge_status
 from cvxrank.solvers.cvxpy_backend import installed_cvxpy_solvers, solve_cvxpy
 from cvxrank.solvers.fallback import FALLBACK_CHAIN, run_chain, solve_with_fallback  # noqa: F401 (deprecated alias)
 from cvxrank.solvers.gd import _solve as _gd
@@ -55,6 +55,7 @@ from cvxrank.solvers.registry import (
     POLICIES,
     SOLVERS,
     SolverSpec,
+    check_option_values,
     choose_solver,
     get_spec,
 )
@@ -119,11 +120,39 @@ def solver_options(solver: str) -> frozenset | None:
 
 
 def _check_call(spec: SolverSpec, tol, options: dict) -> float:
-    """The tolerance (the solver's default when None) and the option names, checked once for every solver."""
+    """The tolerance (the solver's default when None), the option names and their values, checked once for
+    every solver."""
     valid = solver_options(spec.name)
     if valid is not None:
         check_names(options, valid, f"the solver {spec.name!r}")
+    check_option_values(spec, options)
     return spec.default_tol if tol is None else check_tol(tol)
+
+
+def _work_limited(spec: SolverSpec, options: dict, kind: str = "pairwise") -> dict:
+    """``options`` with the registry's work limit (:meth:`SolverSpec.work_options`) as the default of the
+    solver's own iteration option: every run through the door ends. The caller's cap wins."""
+    return {**spec.work_options(kind), **options}
+
+
+def _report_limit(result, spec: SolverSpec, options: dict):
+    """Record the cap the run had (``extras["work_limit"]``, ``extras["work_limit_option"]``) and end a
+    CVXPY run that the cap stopped as ``"user_limit"``.
+
+    SCS stopped at ``max_iters`` says ``"solved_inaccurate"`` (CVXPY: ``optimal_inaccurate``), not a
+    limit; the door gave that cap, so it knows: a run that used all of its iterations without
+    certifying ``tol`` was stopped by it (:func:`~cvxrank.solution.judge_status` with the backend's
+    word corrected; ``solver_status`` keeps the solver's own).
+    """
+    cap = options.get(spec.max_iter_option) if spec.max_iter_option else None
+    if cap is None:
+        return result
+    result.extras.setdefault("work_limit", int(cap))
+    result.extras.setdefault("work_limit_option", spec.max_iter_option)
+    if (spec.kind == "cvxpy" and result.status == "optimal_inaccurate" and result.iterations is not None
+            and result.iterations >= cap):
+        result.status = judge_status(result.relative_gap, result.tol, "user_limit")
+    return result
 
 
 def _solve_listwise(problem, solver, tol, warm_start, verbose, options):
@@ -141,6 +170,7 @@ def _solve_listwise(problem, solver, tol, warm_start, verbose, options):
         raise SolverNotAvailableError(f"{spec.name} is supported but not installed (pip install {spec.package}); "
                                       f"installed: {', '.join(able)}")
     tol = _check_call(spec, tol, options)
+    options = _work_limited(spec, options, "listwise")
     if spec.kind == "native":
         if warm_start is True:
             raise ValidationError(f"warm_start for {spec.name} is a starting w (an array of n_features numbers)")
@@ -149,7 +179,8 @@ def _solve_listwise(problem, solver, tol, warm_start, verbose, options):
         if warm_start not in (None, False, True):
             raise ValidationError(f"warm_start for the CVXPY solver {spec.name!r} is True or False")
         start = bool(warm_start)
-    return problem.solve_with(spec.name, tol=tol, verbose=verbose, warm_start=start, **options)
+    return _report_limit(problem.solve_with(spec.name, tol=tol, verbose=verbose, warm_start=start, **options),
+                         spec, options)
 
 
 def _start_options(spec: SolverSpec, warm_start) -> tuple[bool, dict]:
@@ -213,16 +244,24 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
         after a parameter change; a starting ``w`` for the native solvers that take one
         (``cutting_plane``, ``truncated_newton``). Refused where the solver has no such start.
     verbose : bool, default False
+        Let the solver report its progress on stdout (a CVXPY solver's own log; a line per
+        certificate check of the native solvers).
     **options
-        The solver's own options, checked by name (:func:`solver_options`): CVXPY solvers'
+        The solver's own options, checked by name (:func:`solver_options`) and, for the known
+        numeric ones, by value (:data:`~cvxrank.solvers.registry.OPTION_RANGES`): CVXPY solvers'
         settings (over the registry's defaults, e.g. ``max_iter`` for OSQP, ``max_iters`` for
-        ECOS), native solvers' keyword arguments (``max_iter``, ``time_limit``, ...).
+        ECOS), native solvers' keyword arguments (``max_iter``, ``time_limit``, ...). Without an
+        iteration cap, the solver gets the registry's work limit under its own option name
+        (:meth:`SolverSpec.work_options`: Clarabel and ECOS 100 iterations, OSQP 100,000, SCS
+        10,000, ``cutting_plane`` 3,000 oracle calls, ...): every run ends.
 
     Returns
     -------
     SolveResult
         ``objective`` is ``L(w)``; ``qp_objective`` is ``M(w)``; the certificate's gap on both
-        scales and the distance bound ``‖w − w*‖ ≤ sqrt(2 gap_M)``.
+        scales and the distance bound ``‖w − w*‖ ≤ sqrt(2 gap_M)``. A run its cap stopped short
+        of ``tol`` has status ``"user_limit"``; ``extras["work_limit"]`` and
+        ``extras["work_limit_option"]`` record the cap it had.
 
     Raises
     ------
@@ -231,7 +270,8 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
         that does not solve the problem's variant (the message names the solvers that do).
     ValidationError
         For a ``tol`` outside (0, 1), an option the solver does not take (the message lists
-        the valid ones) or a ``warm_start`` it cannot use.
+        the valid ones), an option value out of its range (the message names the option, the
+        solver and the range) or a ``warm_start`` it cannot use.
     SolverError
         When the solver fails; the message suggests another.
 
@@ -267,6 +307,7 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
                 raise ValidationError(f"the options of {each!r} in a chain are a dict, got {type(given).__name__}")
             if valid is not None:
                 check_names(given, valid, f"the solver {each!r}")
+            check_option_values(get_spec(each), given)
         # The problem itself: each CVXPY attempt compiles it, a native one reads it (pair-free where it can).
         return run_chain(form if form is not None else ranking, chain, tol=None if tol is None else check_tol(tol),
                          options=options, warm_start=bool(warm_start), verbose=verbose, formulation=formulation)
@@ -279,7 +320,7 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
                                       f"ranking problem; solvers that can: {', '.join(available_solvers())}")
     tol = _check_call(spec, tol, options)
     cvxpy_warm, start = _start_options(spec, warm_start)
-    options = {**options, **start}
+    options = {**_work_limited(spec, options), **start}
     if not spec.accepts(ranking.variant):
         able = [s for s in available_solvers() if get_spec(s).accepts(ranking.variant)]
         blocking = [] if ranking.variant.loss in spec.losses else [f"loss={ranking.variant.loss!r}"]
@@ -292,9 +333,11 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
     if spec.kind == "native":  # before the solver allocates (a CVXPY formulation is checked when built)
         ranking.check_size("pairfree" if spec.pairfree else "native")
         if spec.pairfree:
-            return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, **options)
+            return _report_limit(NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, **options), spec,
+                                 options)
         # They step on the hinge form (9) whatever Formulation they were handed: that is what they solved.
-        return NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, formulation="hinge", **options)
+        return _report_limit(NATIVE_SOLVERS[spec.name](ranking, tol=tol, verbose=verbose, formulation="hinge",
+                                                       **options), spec, options)
     ranking.check_size("lifted" if (form.name if form is not None else formulation) == "lifted" else "cvxpy")
     if not spec.installed():
         raise SolverNotAvailableError(
@@ -303,4 +346,5 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
         )
     if form is None:
         form = build(ranking, formulation=formulation)
-    return solve_cvxpy(form, spec.name, tol=tol, warm_start=cvxpy_warm, verbose=verbose, **options)
+    return _report_limit(solve_cvxpy(form, spec.name, tol=tol, warm_start=cvxpy_warm, verbose=verbose, **options),
+                         spec, options)

@@ -4,19 +4,23 @@ One :class:`SolverSpec` per solver: its kind (a CVXPY backend or a native
 solver of cvxrank's), the package that provides it, its own option names for
 tolerances, iteration and time limits, cvxrank's default options, whether a
 re-solve along a path starts from the previous solution, and its place in the
-fallback chain. Everything else (``solve``, the fallback chain, the paths,
-the study's tolerance profiles, the estimators' ``max_iter``) reads it here.
+fallback chain, its work limit (the cap of every run that sets none) and the
+valid ranges of the known numeric options (:data:`OPTION_RANGES`). Everything
+else (``solve``, the fallback chain, the paths, the study's tolerance profiles,
+the estimators' ``max_iter``) reads it here.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from importlib import metadata
 
-from cvxrank.exceptions import SolverNotAvailableError
+from cvxrank._validation import POSITIVE, Interval
+from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 
-__all__ = ["AUTO_PAIRFREE_PAIRS", "POLICIES", "SOLVERS", "SolverSpec", "choose_solver", "fallback_chain", "get_spec",
-           "max_iter_options"]
+__all__ = ["AUTO_PAIRFREE_PAIRS", "ITERATION_CAP", "OPTION_RANGES", "POLICIES", "SOLVERS", "SolverSpec",
+           "check_option_values", "choose_solver", "fallback_chain", "get_spec", "max_iter_options"]
 
 
 def _osqp_polish_option() -> str:
@@ -70,8 +74,8 @@ class SolverSpec:
         The iteration cap ``cvxrank compare`` gives the solver unless told
         otherwise (``--max-iter``), so that a study with the defaults finishes
         in minutes: first-order solvers that stall (OSQP and SCS on the lifted
-        and dual forms) end as ``user_limit`` rows instead of running for their
-        full default of 100,000-200,000 iterations.
+        and dual forms) end as ``user_limit`` rows instead of running to their
+        :attr:`work_limit` of 10,000-100,000 iterations.
     losses : tuple of str
         The losses of :class:`cvxrank.variants.Variant` the solver minimises.
     extensions : frozenset or None
@@ -89,10 +93,15 @@ class SolverSpec:
         ``tol`` is given: 1e-6, except the pure subgradient method (1e-4, what
         its ``O(1/k)`` rate reaches in seconds on small problems).
     work_limit : int or None
-        The iteration (or oracle-call) cap ``verify`` and ``demo`` give the solver: a limit on
-        work, so the verdict does not depend on the machine's speed (set through
-        :meth:`max_iter`; None: the solver's own default cap). Chosen from measured counts,
-        see ``docs/solvers.md`` ("Theorem 1, verified").
+        The iteration (or oracle-call) cap of every run: :func:`cvxrank.solve` gives it under the
+        solver's own option name (:meth:`work_options`) when the caller sets no cap, so a fit, a
+        cross-validation, a path or a study ends, as ``"user_limit"`` with its certified gap when
+        the cap stopped it; ``verify`` and ``demo`` give it explicitly. A limit on work, so the
+        outcome does not depend on the machine's speed. Chosen from measured counts, see
+        ``docs/solvers.md`` ("Work limits" and "Theorem 1, verified").
+    work_unit : str
+        What :attr:`work_limit` counts: ``"iterations"``, ``"oracle calls"`` (``cutting_plane``) or
+        ``"Newton steps"`` (``truncated_newton``, ``newton``); :meth:`work_done` reads it off a result.
     """
 
     name: str
@@ -117,6 +126,7 @@ class SolverSpec:
     options: frozenset | None = None
     problems: tuple = ("pairwise",)
     work_limit: int | None = None
+    work_unit: str = "iterations"
 
     def solves(self, kind: str) -> bool:
         """Whether the solver takes problems of ``kind`` (``"pairwise"`` or ``"listwise"``)."""
@@ -129,6 +139,23 @@ class SolverSpec:
     def max_iter(self, n: int) -> dict:
         """``{option name: n}`` for an iteration cap (empty when the solver has none)."""
         return {self.max_iter_option: int(n)} if self.max_iter_option else {}
+
+    def work_options(self, kind: str = "pairwise") -> dict:
+        """``{option name: n}``: the cap :func:`cvxrank.solve` gives when the caller sets none.
+
+        :attr:`work_limit` under :attr:`max_iter_option`; for the listwise problem (``kind``
+        ``"listwise"``) the cap of :attr:`listwise_defaults` when it sets one (SCS's exponential
+        cone needs more iterations). Empty for a solver without an iteration option or a limit.
+        """
+        n = self.listwise_defaults.get(self.max_iter_option) if kind == "listwise" else None
+        n = self.work_limit if n is None else n
+        return {} if n is None else self.max_iter(n)
+
+    def work_done(self, result) -> int | None:
+        """The work ``result`` (a :class:`~cvxrank.solution.SolveResult` of this solver) did, in :attr:`work_unit`."""
+        extras = result.extras if isinstance(result.extras, dict) else {}
+        work = extras.get("oracle_calls") if self.work_unit == "oracle calls" else result.iterations
+        return None if work is None else int(work)
 
     def time_limit(self, seconds: float) -> dict:
         """``{option name: seconds}`` for a time limit (empty when the solver has none)."""
@@ -189,12 +216,13 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
                None, fallback=1, exp_cone=True, options=_ECOS, work_limit=100),
     SolverSpec("osqp", _C, "ADMM (QP) with polishing", "osqp", "OSQP", ("eps_abs", "eps_rel"), "max_iter",
                "time_limit",
-               # OSQP's defaults (eps 1e-5, 10k iterations) stop short of a certified 1e-6 gap;
-               # polishing recovers an exact active-set solution on most primal ranking QPs.
-               {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iter": 100_000, _osqp_polish_option(): True},
+               # OSQP's defaults (eps 1e-5, 4k-10k iterations) stop short of a certified 1e-6 gap;
+               # polishing recovers an exact active-set solution on most primal ranking QPs. Its
+               # iteration cap is the work limit below (solve gives it).
+               {"eps_abs": 1e-7, "eps_rel": 1e-7, _osqp_polish_option(): True},
                fallback=3, quick_max_iter=4000, options=_OSQP, work_limit=100_000),
     SolverSpec("scs", _C, "ADMM (conic), low accuracy per iteration", "scs", "SCS", ("eps_abs", "eps_rel"),
-               "max_iters", "time_limit_secs", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
+               "max_iters", "time_limit_secs", {"eps_abs": 1e-9, "eps_rel": 1e-9},
                # SCS: warm when the costs sit in its objective, cold when they sit in its matrix
                # (docs/path-benchmark.md).
                warm_start="scale", fallback=2, exp_cone=True, quick_max_iter=5000,
@@ -222,15 +250,76 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
     SolverSpec("cutting_plane", _N, "pair-free cutting planes, then smoothed Newton; certified by its own bound",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=True,
                fallback=4, pairfree=True, start_option="warm_start_w", losses=("hinge",),
-               extensions=frozenset({"margin"}), work_limit=3_000),
+               extensions=frozenset({"margin"}), work_limit=3_000, work_unit="oracle calls"),
     SolverSpec("truncated_newton", _N, "pair-free truncated Newton (CG) for the squared hinge, certified by its dual",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=True,
                pairfree=True, start_option="warm_start_w", losses=("squared_hinge",),
-               extensions=frozenset({"margin"})),
+               extensions=frozenset({"margin"}), work_limit=200, work_unit="Newton steps"),
     SolverSpec("newton", _N, "Newton's method with Cholesky steps for the listwise problem (3), Steps 1-5 of He et al.",
                "cvxrank", max_iter_option="max_iter", warm_start=False, start_option="w0", default_tol=1e-8,
-               losses=(), problems=("listwise",), options=frozenset({"max_iter", "line_search"})),
+               losses=(), problems=("listwise",), options=frozenset({"max_iter", "line_search"}), work_limit=50,
+               work_unit="Newton steps"),
 )}
+
+
+#: An iteration or oracle-call cap: OSQP, SCS and Clarabel read a 32-bit integer (a larger or
+#: negative one overflowed inside the solver with a traceback).
+ITERATION_CAP = Interval(1, 2**31 - 1, integer=True)
+_COUNT = Interval(0, 2**31 - 1, integer=True)  # a count where 0 means "off" or "automatic"
+_TOLERANCE = Interval(0, math.inf, closed="left")  # a non-negative finite number
+
+#: The values a solver option may take, by its name in any solver that has it: checked by
+#: :func:`cvxrank.solve` before the solver runs (:func:`check_option_values`). Options not listed
+#: go to the solver untouched, which checks them itself.
+OPTION_RANGES: dict[str, Interval] = {
+    # iteration and oracle-call caps
+    **dict.fromkeys(("max_iter", "max_iters", "maxiters", "cg_max_iter", "check_every", "acceleration_interval"),
+                    ITERATION_CAP),
+    **dict.fromkeys(("equilibrate_max_iter", "iterative_refinement_max_iter", "polish_refine_iter",
+                     "polishing_refine_iter", "adaptive_rho_interval", "check_termination", "max_threads"), _COUNT),
+    # time limits: seconds, a safety net (omit the option for none)
+    "time_limit": POSITIVE, "time_limit_secs": POSITIVE,
+    # tolerances: OSQP, SCS and Clarabel take 0 (the other of a pair then decides); ECOS only positive ones
+    **dict.fromkeys(("eps_abs", "eps_rel", "eps_prim_inf", "eps_dual_inf", "eps_infeas", "tol_gap_abs",
+                     "tol_gap_rel", "tol_feas", "tol_infeas_abs", "tol_infeas_rel", "tol_ktratio",
+                     "reduced_tol_gap_abs", "reduced_tol_gap_rel", "reduced_tol_feas", "reduced_tol_infeas_abs",
+                     "reduced_tol_infeas_rel", "reduced_tol_ktratio"), _TOLERANCE),
+    **dict.fromkeys(("abstol", "reltol", "feastol", "abstol_inacc", "reltol_inacc", "feastol_inacc"), POSITIVE),
+    # step sizes and penalties of the ADMM solvers
+    **dict.fromkeys(("rho", "sigma", "delta", "scale", "rho_x"), POSITIVE),
+    "alpha": Interval(0, 2, closed="neither"),  # OSQP's and SCS's relaxation
+    "max_step_fraction": Interval(0, 1, closed="right"),  # Clarabel
+}
+
+#: Native options whose default is None ("no limit", "automatic"): None is a value there.
+_NATIVE_NONE = frozenset({"time_limit", "check_every"})
+
+
+def check_option_values(spec: SolverSpec, options: dict) -> None:
+    """Refuse an option value outside :data:`OPTION_RANGES`, naming the option, the solver and the range.
+
+    Raises
+    ------
+    ValidationError
+        For example ``the solver 'clarabel': max_iter must be a positive integer <= 2147483647,
+        got -1`` (Clarabel itself raised an OverflowError).
+
+    Examples
+    --------
+    >>> check_option_values(get_spec("scs"), {"max_iters": 100, "eps_abs": 1e-6})
+    >>> check_option_values(get_spec("osqp"), {"alpha": 2.5})
+    Traceback (most recent call last):
+    ...
+    cvxrank.exceptions.ValidationError: the solver 'osqp': alpha must be a number in (0, 2), got 2.5
+    """
+    for name, value in options.items():
+        valid = OPTION_RANGES.get(name)
+        if valid is None:
+            continue
+        if spec.kind == "native" and name in _NATIVE_NONE:
+            valid = valid.or_none()
+        if not valid.admits(value):
+            raise ValidationError(f"the solver {spec.name!r}: {name} must be {valid}, got {value!r}")
 
 
 def get_spec(name) -> SolverSpec:
