@@ -5,12 +5,14 @@ onto its path (:func:`os.replace`), so a reader never sees it half-written and
 an interrupted write leaves the old file (and no temporary file) behind. A
 symbolic link is followed (its target is replaced, not the link). A path that
 exists and is not a regular file (a FIFO, ``/dev/null``, a terminal) is written
-through, never replaced.
+through, never replaced. A write that fails without naming its file (a full disk) is re-raised
+naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -19,8 +21,9 @@ import stat
 
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["OWNER_FILE", "LOCK_FILE", "atomic_output", "check_outputs", "claim_folder", "folder_lock", "folder_owner",
-           "frame_to_json", "plain_json", "read_input", "read_pipe", "write_atomic", "write_json", "FIFO_WAIT"]
+__all__ = ["OWNER_FILE", "LOCK_FILE", "append_text", "atomic_output", "check_outputs", "claim_folder",
+           "discard_folder", "folder_lock", "folder_owner", "frame_to_json", "owning_folder", "plain_json",
+           "read_input", "read_pipe", "write_all", "write_atomic", "write_json", "FIFO_WAIT"]
 
 
 def _umask() -> int:
@@ -122,13 +125,7 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
     tmp = None
     fd = None
     try:
-        while fd is None:
-            tmp = os.path.join(folder, f".cvxrank-{secrets.token_hex(6)}{suffix}")
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:  # another writer's name: draw again (never remove its file)
-                tmp = None
-        os.chmod(tmp, 0o666 & ~_umask())  # created 0600; a written file gets the usual permissions
+        tmp, fd = _temporary(folder, suffix)
         if want_path:
             os.close(fd)
             fd = None
@@ -142,11 +139,106 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
                 os.fsync(fh.fileno())  # on disk before it takes the old file's place
         os.replace(tmp, path)
         tmp = None
+    except OSError as exc:
+        _naming(exc, path)
     finally:
         if fd is not None:
             os.close(fd)
         if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+#: Errors of a write that does not name its file (``write`` and ``fsync`` on a full disk, over a
+#: quota, ...): re-raised naming the file being written.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+
+
+def _naming(exc: OSError, path: str | None):
+    """Raise ``exc`` naming ``path`` when it is a write error that names no file (``[Errno 28] No space
+    left on device: 'st/results.csv'``), else ``exc`` as it is (call inside its ``except``)."""
+    if path is not None and exc.filename is None and exc.errno in _WRITE_ERRNOS:
+        raise type(exc)(exc.errno, exc.strerror or os.strerror(exc.errno), path) from exc
+    raise exc
+
+
+def _temporary(folder: str, suffix: str, made: list | None = None) -> tuple[str, int]:
+    """A new temporary file ``.cvxrank-*SUFFIX`` in ``folder``, with the usual permissions: its name and an
+    open descriptor. Its name is appended to ``made`` before the file is created (so a caller's
+    ``finally`` that removes the names in ``made`` removes it, whenever an interrupt comes)."""
+    while True:
+        tmp = os.path.join(folder, f".cvxrank-{secrets.token_hex(6)}{suffix}")
+        if made is not None:
+            made.append(tmp)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another writer's name: draw again (never remove its file)
+            if made is not None:
+                made.pop()
+            continue
+        try:
+            os.chmod(tmp, 0o666 & ~_umask())  # created 0600; a written file gets the usual permissions
+        except BaseException:
+            os.close(fd)
+            raise
+        return tmp, fd
+
+
+def write_all(files) -> list[str]:
+    """Write several text files, all of them or none: each goes to a temporary file in its folder and
+    is flushed to disk; only when every one is written are they renamed onto their paths. A failure
+    (a full disk, an interrupt) before that leaves every old file as it was and no temporary file.
+
+    Parameters
+    ----------
+    files : mapping of path to str
+        The files and their text. A path that exists and is not a regular file (a FIFO) is written
+        through after the others are in place.
+
+    Returns
+    -------
+    list of str
+        The paths, in the order given.
+    """
+    plan = []
+    current = None
+    for path, text in files.items():
+        path = os.fspath(path)
+        target = os.path.realpath(path) if os.path.islink(path) else path
+        if os.path.isdir(target):
+            raise ValidationError(f"cannot write {path}: it is a folder")
+        folder = os.path.dirname(os.path.abspath(target))
+        if not os.path.isdir(folder):
+            raise ValidationError(f"cannot write {path}: folder {folder} does not exist")
+        plan.append((path, target, folder, text))
+    made: list = []
+    done = []
+    try:
+        for path, target, folder, text in plan:
+            if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
+                continue  # written through below
+            current = path
+            tmp, fd = _temporary(folder, ".tmp", made)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            done.append((tmp, target))
+        for tmp, target in done:
+            current = target
+            os.replace(tmp, target)
+            made.remove(tmp)
+        for path, target, _, text in plan:
+            if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
+                current = path
+                with open(target, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+    except OSError as exc:
+        _naming(exc, current)
+    finally:
+        for tmp in made:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+    return [p for p, *_ in plan]
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -156,22 +248,31 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def check_outputs(outputs, inputs=(), *, folders=()) -> None:
-    """Refuse, before any work is done, outputs that cannot be written or would destroy an input.
+def check_outputs(outputs, inputs=(), *, folders=(), own=None) -> None:
+    """Refuse, before any work is done, outputs that cannot be written or would destroy an input or a
+    command's folder.
 
     Parameters
     ----------
     outputs : iterable of path or None
         Files a command will write (None entries are skipped). Each must not be a folder, its
-        folder must exist, and it must not be the same file as any of ``inputs`` (compared by
-        device and inode, so hard links, symbolic links and ``./x`` spellings are caught), nor
-        two outputs the same path.
+        folder must exist (or be one of ``folders``), and it must not be the same file as any of
+        ``inputs`` (compared by device and inode, so hard links, symbolic links and ``./x``
+        spellings are caught), nor two outputs the same path. Nor may it lie in a folder a cvxrank
+        command owns (:func:`owning_folder`: the file's folder or the one above it is marked by
+        :data:`OWNER_FILE` or :data:`LOCK_FILE`), except in the calling command's own folder
+        (``own``) under a name it does not write itself.
     inputs : iterable of path or None
         Files the command reads. A folder among them stands for every file inside it (a LETOR
         folds folder).
     folders : iterable of path or None
         Folders a command will create or write into: the parent must exist, the path must not be
         a file, and no input may be the folder or lie inside it with a name the command writes.
+    own : mapping of path to set of str or None, optional
+        The folders the calling command owns and writes itself, each with the names (files or
+        sub-folders, at its top level) it writes there; None for all of them (a command that
+        replaces the whole folder). An output there under another name is allowed (``compare
+        --report OUT/report.md``), one of these names is refused (``--report OUT/results.csv``).
 
     Raises
     ------
@@ -180,18 +281,21 @@ def check_outputs(outputs, inputs=(), *, folders=()) -> None:
     """
     ins = [os.fspath(p) for p in inputs if p is not None]
     outs = [os.fspath(p) for p in outputs if p is not None]
+    made = [os.path.realpath(os.fspath(p)) for p in folders if p is not None]
+    mine = {os.path.realpath(os.fspath(f)): (os.fspath(f), names) for f, names in (own or {}).items() if f is not None}
     seen = {}
     for out in outs:
         if os.path.isdir(out):
             raise ValidationError(f"cannot write {out}: it is a folder")
         folder = os.path.dirname(os.path.abspath(out))
-        if not os.path.isdir(folder):
+        if not os.path.isdir(folder) and os.path.realpath(folder) not in made:
             raise ValidationError(f"cannot write {out}: folder {folder} does not exist")
         for inp in ins:
             if _same_file(out, inp) or (os.path.isdir(inp) and os.path.exists(out) and any(
                     _same_file(out, os.path.join(root, f)) for root, _, files in os.walk(inp) for f in files)):
                 raise ValidationError(f"refusing to write {out}: it is the input {inp} (an output never "
                                       "replaces an input; choose another path)")
+        _check_not_owned(out, mine)
         key = os.path.realpath(out)
         if key in seen and not (os.path.exists(out) and not stat.S_ISREG(os.stat(out).st_mode)):
             raise ValidationError(f"{seen[key]} and {out} are the same output file; choose two paths")
@@ -208,6 +312,55 @@ def check_outputs(outputs, inputs=(), *, folders=()) -> None:
             if r == real or (os.path.isfile(inp) and os.path.dirname(r) == real
                              and os.path.basename(r) in _FOLDER_FILES):
                 raise ValidationError(f"refusing to write into {folder}: the input {inp} would be replaced")
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working folder when it lies below it, else as it is."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def owning_folder(path) -> tuple[str, str] | None:
+    """The folder a cvxrank command owns that the file ``path`` would be written into, and the command.
+
+    The file's folder, or the folder above it (``OUT/figures/``, the demo's ``cv/``), counts when it
+    holds :data:`OWNER_FILE` or :data:`LOCK_FILE` (the marks :func:`claim_folder` and :func:`folder_lock`
+    leave). A symbolic link is followed, as :func:`atomic_output` follows it.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        The folder (resolved) and the command (``"compare"``, ``"cv"``, ``"demo"``; ``"unknown"``
+        when only a lock marks it), or None.
+    """
+    real = os.path.realpath(os.fspath(path))
+    folder = os.path.dirname(real)
+    for candidate in dict.fromkeys((folder, os.path.dirname(folder))):
+        if os.path.isfile(os.path.join(candidate, OWNER_FILE)) or os.path.lexists(os.path.join(candidate, LOCK_FILE)):
+            return candidate, folder_owner(candidate) or "unknown"
+    return None
+
+
+def _check_not_owned(out: str, mine: dict) -> None:
+    """Refuse ``out`` inside a command's folder, unless it is the calling command's own folder under a
+    name the command does not write (:func:`check_outputs`)."""
+    real = os.path.realpath(out)
+    hit = owning_folder(out)
+    roots = [r for r in mine if r in (os.path.dirname(real), os.path.dirname(os.path.dirname(real)))]
+    if hit is not None and hit[0] not in mine:
+        folder, command = hit
+        who = "a cvxrank command" if command == "unknown" else f"'cvxrank {command}'"
+        raise ValidationError(f"refusing to write {out}: it lies in {_shown(folder)}, a folder that {who} owns "
+                              "(it would replace or mix with that command's files); choose a path outside it")
+    for root in roots:
+        given, names = mine[root]
+        top = os.path.relpath(real, root).split(os.sep)[0]
+        if names is None:
+            raise ValidationError(f"refusing to write {out}: it lies in {given}, the folder this command "
+                                  "replaces as a whole; choose a path outside it")
+        if top in names:
+            raise ValidationError(f"refusing to write {out}: this command writes {top} in its folder {given} "
+                                  "itself; choose another name")
 
 
 #: Names commands write into a folder they own (an input of that name in the folder is refused).
@@ -249,6 +402,18 @@ def write_atomic(path, text: str) -> None:
     """Write ``text`` to ``path`` (:func:`atomic_output`)."""
     with atomic_output(path) as fh:
         fh.write(text)
+
+
+def append_text(path, text: str) -> None:
+    """Append ``text`` to ``path`` in one ``write``, flushed to disk; a failed write (a full disk) names the file."""
+    path = os.fspath(path)
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        _naming(exc, path)
 
 
 def write_json(path, obj) -> None:
@@ -307,9 +472,48 @@ def claim_folder(folder, command: str, *, overwrite: bool = False, create: bool 
                                   "folder, or pass --overwrite to write into it anyway")
     if not create:
         return
+    new = not os.path.isdir(folder)
+    empty = new or not os.listdir(folder)
     os.makedirs(folder, exist_ok=True)
-    if folder_owner(folder) != command or not os.path.isfile(os.path.join(folder, OWNER_FILE)):
-        write_json(os.path.join(folder, OWNER_FILE), {"command": command})
+    try:
+        if folder_owner(folder) != command or not os.path.isfile(os.path.join(folder, OWNER_FILE)):
+            write_json(os.path.join(folder, OWNER_FILE), {"command": command})
+    except BaseException:
+        if empty:  # a full disk: no empty folder of ours left behind
+            discard_folder(folder, remove=new)
+        raise
+
+
+def discard_folder(folder, disposable=None, *, remove: bool = True) -> bool:
+    """Empty ``folder`` and remove it (``remove``) if it holds nothing but cvxrank's marks
+    (:data:`OWNER_FILE`, :data:`LOCK_FILE`) and files of no value (``disposable(path) -> bool``); for a
+    command that failed before storing anything in a folder it made (a full disk, an interrupt).
+    With ``remove=False`` the folder itself stays (a user's empty folder).
+
+    Returns
+    -------
+    bool
+        Whether the folder was emptied. A folder holding anything else is left as it is.
+    """
+    folder = os.fspath(folder)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    marks = {OWNER_FILE, LOCK_FILE}
+    paths = [os.path.join(folder, n) for n in names]
+    if not all(n in marks or (disposable is not None and os.path.isfile(p) and not os.path.islink(p)
+                                  and disposable(p))
+               for n, p in zip(names, paths)):
+        return False
+    try:
+        for path in sorted(paths, key=lambda p: os.path.basename(p) == LOCK_FILE):  # the lock last
+            os.unlink(path)
+        if remove:
+            os.rmdir(folder)
+    except OSError:
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -317,6 +317,84 @@ def test_a_second_compare_into_a_locked_folder_refuses(work):
     assert r.returncode == 0, r.stderr
 
 
+def test_no_single_file_output_replaces_a_file_of_a_finished_study(work):
+    r = cli(*QUICK_COMPARE, "--out", "st", cwd=work)
+    assert r.returncode == 0, r.stderr
+    before = {p.name: p.read_bytes() for p in (work / "st").iterdir() if p.is_file() and p.name != ".cvxrank-lock"}
+    again = [a for a in QUICK_COMPARE if a != "--no-report"]
+    for name in ("results.csv", "study.json", "references.json", ".cvxrank-owner.json"):
+        _refused(cli(*again, "--out", "st", "--report", f"st/{name}", cwd=work), f"st/{name}")
+    _fit(work)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, "st"], cwd=work, env=ENV, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert _readline(holder).strip() == "locked"  # as while the study writes
+        r = cli("predict", "m.json", "d.letor", "--output", "st/results.csv", cwd=work)
+        _refused(r, "st/results.csv")
+        assert "'cvxrank compare'" in r.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert before == {name: (work / "st" / name).read_bytes() for name in before}
+    r = cli(*QUICK_COMPARE, "--out", "st", cwd=work)  # the study resumes: nothing to run again
+    assert r.returncode == 0 and "0 runs ran now; 1 were already in st" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_demo_keeps_files_it_did_not_write_and_never_replaces_the_working_folder(work):
+    r = cli("demo", "--quick", "--out", "d", cwd=work)
+    assert r.returncode == 0, r.stderr
+    (work / "d" / "notes.txt").write_text("mine\n")
+    (work / "d" / "cv" / "mine.csv").write_text("mine\n")
+    report = (work / "d" / "report.md").read_text()
+    r = cli("demo", "--quick", "--out", "d", "--seed", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "d" / "report.md").read_text() != report  # replaced by the new demo
+    assert (work / "d" / "notes.txt").read_text() == "mine\n" and (work / "d" / "cv" / "mine.csv").is_file()
+    assert not [n for n in os.listdir(work) if n.startswith(".cvxrank")]  # no old or temporary folder left
+    r = cli("demo", "--quick", "--out", ".", cwd=work / "d")
+    assert r.returncode == 2 and "working folder" in r.stderr, r.stderr
+    assert (work / "d" / "notes.txt").is_file()
+
+
+def test_compare_reports_a_study_whose_runs_all_failed(work):
+    (work / "oneq.letor").write_text("2 qid:1 1:0.5 2:0.1\n1 qid:1 1:0.3 2:0.2\n0 qid:1 1:0.1 2:0.9\n")
+    r = cli("compare", "--instances", "letor:oneq.letor", "--sizes", "2", "--formulations", "primal", "--solvers",
+            "clarabel", "--profiles", "low", "--no-progress", "--out", "lq", cwd=work)
+    assert r.returncode == 0, r.stderr
+    report = (work / "lq" / "report.md").read_text()
+    assert "1 error of 1 runs" in report and "has 1 queries" in report and "no run was found" in report
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real tmpfs of 1 MiB, all but 8 KiB of it taken (needs root and mount: skipped otherwise)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    try:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True,
+                           timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        pytest.skip("cannot run mount")
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.decode(errors='replace').strip()}")
+    try:
+        with open(mnt / "filler", "wb") as fh:
+            fh.write(b"\0" * (1024 - 8) * 1024)
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True, timeout=30)
+
+
+def test_a_really_full_disk_leaves_no_folder_and_names_the_file(work, small_disk):
+    for command in (("cv", "--methods", "ranksvm", "--queries", "6", "--n-folds", "3", "--lams", "1",
+                     "--no-progress"), QUICK_COMPARE):
+        out = small_disk / "out"
+        r = cli(*command, "--out", out, cwd=work)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "No space left on device" in r.stderr and str(out) in r.stderr, r.stderr
+        assert os.listdir(small_disk) == ["filler"]
+
+
 def test_two_concurrent_compares_store_each_run_once(work):
     args = [sys.executable, "-m", "cvxrank.cli", *QUICK_COMPARE, "--sizes", "2,3", "--out", "st"]
     procs = [subprocess.Popen(args, cwd=work, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -110,6 +110,29 @@ def _check_values(args) -> None:
             raise CvxrankError(f"--{name} names {', '.join(twice)} more than once (each would give duplicate rows)")
 
 
+def _variants(text):
+    """The variants of ``--variants``, each checked as ``cvxrank fit`` checks its options (bounds that
+    allow ``w = 0``), and no problem named twice (``lower=0,lower=-0``, ``papers,hinge``)."""
+    from cvxrank.exceptions import ValidationError
+    from cvxrank.variants import Variant
+
+    variants, seen = [], {}
+    for item in split(text):
+        v = Variant.from_text(item)
+        try:
+            v.check(1)  # the bounds are one number for every feature
+        except ValidationError as exc:
+            raise CvxrankError(f"--variants {item}: {exc}") from None
+        key = (v.loss, v.margin, float(v.l1) + 0.0,
+               *(None if b is None else float(b) + 0.0 for b in (v.lower, v.upper)))  # -0 is 0
+        if key in seen:
+            raise CvxrankError(f"--variants names one problem twice ({seen[key]} and {item}, both "
+                               f"{v.describe()}); each would give duplicate rows")
+        seen[key] = item
+        variants.append(v)
+    return variants or [Variant()]
+
+
 def study_from_args(args):
     """The :class:`~cvxrank.study.Study` the options describe (names checked before anything runs)."""
     from cvxrank.solvers import available_solvers
@@ -132,9 +155,7 @@ def study_from_args(args):
     if taus == "estimate":
         raise CvxrankError("--tau estimate is not supported by compare; give H-L=V values")
     mus = [parse_mu(m) for m in split(args.mu)] or [None]
-    from cvxrank.variants import Variant
-
-    variants = [Variant.from_text(v) for v in split(args.variants)] or [Variant()]
+    variants = _variants(args.variants)
     costs = [CostSetting(lam=lam, tau=taus, mu=mu, variant=v)
              for v in variants for mu in mus for lam in _numbers(args.lams, "lams")]
     instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
@@ -243,26 +264,51 @@ def comparison(df, folder) -> str:
     return "\n".join(lines)
 
 
+#: What compare writes in its folder besides the report (``--report`` may not name one of them).
+FOLDER_FILES = frozenset({"results.csv", "study.json", "references.json", "commands.log"})
+
+
+def _no_rows(path) -> bool:
+    """Whether ``path`` is a file a failed study may leave without losing anything: its definition, or
+    a table of no row (the header only)."""
+    import os
+
+    name = os.path.basename(path)
+    if name == "study.json":
+        return True
+    if name == "results.csv":
+        with open(path, "rb") as fh:
+            return fh.read().count(b"\n") <= 1
+    return False
+
+
 def run(args) -> int:
     import os
 
-    from cvxrank._io import check_outputs, claim_folder, folder_lock
+    from cvxrank._io import LOCK_FILE, OWNER_FILE, check_outputs, claim_folder, discard_folder, folder_lock
 
     inputs = [s[len("letor:"):] for s in split(args.instances) if s.startswith("letor:")]
-    report = None if args.no_report else args.report
-    if report and os.path.realpath(os.path.dirname(os.path.abspath(report))) == os.path.realpath(args.out):
-        report = None if not os.path.isdir(args.out) else report  # --out is made by the run
-    check_outputs([report], inputs, folders=[args.out, args.figures])
+    report = None if args.no_report else (args.report or os.path.join(args.out, "report.md"))
+    written = FOLDER_FILES | {OWNER_FILE, LOCK_FILE} | (set() if args.figures else {"figures"})
+    check_outputs([report], inputs, folders=[args.out, args.figures], own={args.out: written})
     study = study_from_args(args)
+    new = not os.path.exists(args.out)
+    empty = new or not os.listdir(args.out)
     claim_folder(args.out, "compare", overwrite=args.overwrite)
-    with folder_lock(args.out):
-        return _run(args, study)
+    try:
+        with folder_lock(args.out):
+            return _run(args, study)
+    except BaseException:
+        if empty:  # nothing stored yet (a full disk, an early interrupt): no empty study folder left behind
+            discard_folder(args.out, _no_rows, remove=new)
+        raise
 
 
 def _run(args, study) -> int:
     import os
     import time
 
+    from cvxrank._io import append_text
     from cvxrank.study import (
         run_study,
         shifted_geometric_means,
@@ -274,8 +320,7 @@ def _run(args, study) -> int:
           f"(+ references), {args.timeout:g} s per run, output {args.out}")
     df = run_study(study, args.out, jobs=args.jobs, scheduler=args.scheduler, overwrite=args.overwrite,
                    progress=not args.no_progress, connect_timeout=args.connect_timeout)
-    with open(os.path.join(args.out, "commands.log"), "a", encoding="utf-8") as log:
-        log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command_line(args)}\n")
+    append_text(os.path.join(args.out, "commands.log"), f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command_line(args)}\n")
     a = df.attrs
     print(f"{a['ran']} runs ran now; {a['skipped']} were already in {args.out} from an earlier run of this "
           "study and were not run again; statuses of all runs: "

@@ -6,6 +6,8 @@ into query folds, or generated data."""
 
 from __future__ import annotations
 
+import os
+
 from cvxrank.cli._common import split
 from cvxrank.exceptions import CvxrankError
 
@@ -47,7 +49,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", metavar="DIR", help="write results.csv, per_query.csv, selection.csv, "
                                                      "sign_tests.csv and report.md here")
     parser.add_argument("--overwrite", action="store_true",
-                        help="write into an --out folder that another command (e.g. compare) owns")
+                        help="replace the results of an earlier cv in --out, or write into an --out folder that "
+                             "another command (e.g. compare) owns or that holds other files")
     parser.add_argument("--no-progress", action="store_true", dest="no_progress", help="no progress bar")
 
 
@@ -85,13 +88,13 @@ def splits_from_args(args):
 
 
 def run(args) -> int:
-    from cvxrank._io import check_outputs, claim_folder, folder_lock
+    from cvxrank._io import check_outputs, claim_folder, discard_folder, folder_lock
     from cvxrank.experiments.cv import DEFAULT_METHODS, cross_validate, method_labels
     from cvxrank.reporting import markdown_table
 
     check_outputs([], [args.data, args.train, args.test, args.folds], folders=[args.out])
     if args.out:  # checked now, written after the (maybe long) cross-validation
-        claim_folder(args.out, "cv", overwrite=args.overwrite, create=False)
+        _check_out(args.out, args.overwrite)
 
     try:
         ks = tuple(int(k) for k in split(args.k))
@@ -124,8 +127,32 @@ def run(args) -> int:
         print("\nsign tests on per-query NDCG@1:")
         print(markdown_table(tests.set_index("method"), floatfmt=".3g"))
     if args.out:
+        _check_out(args.out, args.overwrite)  # again: another cv may have written it meanwhile
+        new = not os.path.exists(args.out)
+        empty = new or not os.listdir(args.out)
         claim_folder(args.out, "cv", overwrite=args.overwrite)
-        with folder_lock(args.out):
-            for path in result.save(args.out):
-                print(f"wrote {path}")
+        try:
+            with folder_lock(args.out):
+                for path in result.save(args.out):
+                    print(f"wrote {path}")
+        except BaseException:
+            if empty:  # a full disk: all the files or none, and no empty folder left behind
+                discard_folder(args.out, remove=new)
+            raise
     return 0
+
+
+def _check_out(out, overwrite: bool) -> None:
+    """Refuse an ``--out`` of another command or of user files (:func:`cvxrank._io.claim_folder`), or one
+    holding the results of an earlier ``cvxrank cv``, unless ``overwrite``."""
+    from cvxrank._io import claim_folder, folder_owner
+    from cvxrank.experiments.cv import SAVED_FILES
+
+    claim_folder(out, "cv", overwrite=overwrite, create=False)
+    if overwrite or not os.path.isdir(out) or folder_owner(out) != "cv":
+        return
+    earlier = sorted(n for n in SAVED_FILES if os.path.lexists(os.path.join(out, n)))
+    if earlier:
+        raise CvxrankError(f"{out} holds the results of an earlier 'cvxrank cv' ({', '.join(earlier[:3])}"
+                           f"{', ...' if len(earlier) > 3 else ''}); pass --overwrite to replace them, or choose "
+                           "another folder")

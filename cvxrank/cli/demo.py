@@ -9,7 +9,9 @@
 
 Everything goes into one folder: report.md with the tables and the figures (PNG), results.json,
 and the cross-validation's CSV files. The folder is assembled aside and moved into place at the
-end, so an interrupted demo leaves no half-written report."""
+end, so an interrupted demo leaves no half-written report. The demo writes a new or empty folder,
+or replaces one it made itself (keeping there any file it did not write); it never replaces a
+folder of yours or of another command."""
 
 from __future__ import annotations
 
@@ -40,10 +42,9 @@ CV_GRIDS = {"pairwise": {"lam": [0.1, 1.0]}, "listmle": {"C": [1.0, 10.0]}, "cs-
 def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of every generated data set (default 0)")
     parser.add_argument("--out", metavar="DIR", default="cvxrank-demo",
-                        help="folder for report.md, the figures and the tables (default ./cvxrank-demo)")
+                        help="folder for report.md, the figures and the tables (default ./cvxrank-demo): a new or "
+                             "empty folder, or one an earlier demo wrote")
     parser.add_argument("--json", metavar="PATH", help="also write the Theorem 1 table as JSON")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace an --out folder that another command owns (the demo replaces the whole folder)")
     parser.add_argument("--quick", action="store_true",
                         help="a 4x smaller simulation (250/50/25 documents) and 3 CV folds: seconds, for a check")
 
@@ -109,12 +110,69 @@ def differences(sim) -> str:
             f"ranking of seed 0 at the paper's sizes. Details and measurements: [{REPRODUCTION_DOC}]({REPRODUCTION_DOC}).")
 
 
+#: What the demo writes at the top of its folder (the cross-validation's files go into ``cv/``).
+DEMO_FILES = frozenset({".cvxrank-owner.json", "report.md", "results.json", "fig2_simulation.png", "fig3_ndcg_at_n.png",
+                        "sigir_fig2_hinge.png", "cv_metrics.png", "cv"})
+
+
+def check_out(out: str) -> None:
+    """Refuse an ``--out`` the demo may not replace: a file, the working folder (or a folder holding
+    it), or a folder the demo did not make (marked by its owner file) that is not empty. The demo
+    replaces only its own folder, keeping there whatever it did not write."""
+    from cvxrank._io import OWNER_FILE, folder_owner
+
+    if not os.path.exists(out):
+        return
+    if not os.path.isdir(out):
+        raise CvxrankError(f"--out {out} exists and is not a folder")
+    real, here = os.path.realpath(out), os.path.realpath(os.getcwd())
+    if here == real or here.startswith(real.rstrip(os.sep) + os.sep):
+        raise CvxrankError(f"--out {out} is the working folder or holds it; the demo replaces its folder as a whole: "
+                           "choose a new folder (e.g. --out cvxrank-demo)")
+    names = os.listdir(out)
+    if not names:
+        return
+    marked = os.path.isfile(os.path.join(out, OWNER_FILE))
+    owner = folder_owner(out)
+    if marked and owner == "demo":
+        return
+    if owner is not None and owner != "demo":
+        raise CvxrankError(f"{out} belongs to 'cvxrank {owner}'; the demo replaces only a folder it made itself: "
+                           "choose a new or empty folder")
+    shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+    raise CvxrankError(f"{out} holds files the demo did not write ({shown}); the demo replaces only a folder it "
+                       "made itself (marked by .cvxrank-owner.json): choose a new or empty folder")
+
+
+def _carry_over(old: str, new: str) -> None:
+    """Move every file or folder of ``old`` that ``new`` does not have into ``new`` (into its
+    sub-folders too), so replacing ``old`` by ``new`` deletes nothing but what the demo wrote again."""
+    for name in os.listdir(old):
+        src, dst = os.path.join(old, name), os.path.join(new, name)
+        if not os.path.lexists(dst):
+            os.replace(src, dst)
+        elif os.path.isdir(src) and not os.path.islink(src) and os.path.isdir(dst) and not os.path.islink(dst):
+            _carry_over(src, dst)
+
+
+def _only_rewritten(old: str, new: str) -> bool:
+    """Whether every file of ``old`` has its counterpart in ``new`` (nothing would be lost with ``old``)."""
+    for name in os.listdir(old):
+        src, dst = os.path.join(old, name), os.path.join(new, name)
+        if not os.path.lexists(dst):
+            return False
+        if os.path.isdir(src) and not os.path.islink(src) and not _only_rewritten(src, dst):
+            return False
+    return True
+
+
 def _move_into_place(tmp: str, out: str) -> None:
-    """Replace ``out`` by the finished folder ``tmp`` (the old folder is kept until the move succeeded)."""
+    """Replace ``out`` by the finished folder ``tmp``: the files of an earlier demo are replaced, any
+    other file in it is kept (moved into the new folder); the old folder is removed only when nothing
+    but what the demo wrote again is left in it."""
+    check_out(out)  # again: the folder may have changed during the run
     old = None
     if os.path.exists(out):
-        if not os.path.isdir(out):
-            raise CvxrankError(f"--out {out} exists and is not a folder")
         old = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(out)), prefix=".cvxrank-old-")
         os.rmdir(old)
         os.replace(out, old)
@@ -125,7 +183,11 @@ def _move_into_place(tmp: str, out: str) -> None:
             os.replace(old, out)
         raise
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        _carry_over(old, out)
+        if _only_rewritten(old, out):
+            shutil.rmtree(old, ignore_errors=True)
+        else:  # never reached unless a move failed: keep the files rather than lose them
+            raise CvxrankError(f"could not move every file of the old {out} into the new one; they are in {old}")
 
 
 def run(args) -> int:
@@ -137,15 +199,15 @@ def run(args) -> int:
     from cvxrank.plots.ranking import plot_fold_metrics, save_figure
     from cvxrank.plots.simulation import plot_ndcg_at_n, plot_simulation_data
     from cvxrank.reporting import markdown_table
-    from cvxrank._io import OWNER_FILE, _umask, check_outputs, claim_folder, write_atomic
+    from cvxrank._io import OWNER_FILE, _umask, check_outputs, write_atomic
     from cvxrank.theorem import verify_theorem1
 
     out = os.path.abspath(args.out)
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise CvxrankError(f"cannot write {args.out}: folder {parent} does not exist")
-    check_outputs([args.json])
-    claim_folder(out, "demo", overwrite=args.overwrite, create=False)  # the demo replaces the whole folder
+    check_out(args.out)  # before the (minute-long) run
+    check_outputs([args.json], folders=[args.out], own={args.out: DEMO_FILES})
     start = time.perf_counter()
     tmp = tempfile.mkdtemp(dir=parent, prefix=".cvxrank-demo-")
     try:

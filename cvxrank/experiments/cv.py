@@ -222,8 +222,9 @@ class CVResult:
 
     def save(self, folder) -> list[str]:
         """Write ``results.csv`` (the means), ``per_query.csv``, ``selection.csv``, ``sign_tests.csv`` and
-        ``report.md`` into ``folder`` (created if missing; each file written atomically)."""
-        from cvxrank._io import write_atomic
+        ``report.md`` into ``folder`` (created if missing): all of them or none (:func:`cvxrank._io.write_all`:
+        a full disk or an interrupt leaves every earlier file as it was)."""
+        from cvxrank._io import write_all
 
         folder = os.fspath(folder)
         parent = os.path.dirname(os.path.abspath(folder))
@@ -237,12 +238,11 @@ class CVResult:
             "sign_tests.csv": self.sign_tests("ndcg@1", baseline=self.meta.get("baseline")).to_csv(index=False),
             "report.md": self.to_markdown(title=self.meta.get("title", "Cross-validation")) + "\n",
         }
-        written = []
-        for name, text in files.items():
-            path = os.path.join(folder, name)
-            write_atomic(path, text)
-            written.append(path)
-        return written
+        return write_all({os.path.join(folder, name): text for name, text in files.items()})
+
+
+#: The files :meth:`CVResult.save` writes.
+SAVED_FILES = frozenset({"results.csv", "per_query.csv", "selection.csv", "sign_tests.csv", "report.md"})
 
 
 def _grid_for(method: str, grids) -> list[dict]:

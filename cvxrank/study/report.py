@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cvxrank._io import atomic_output, write_atomic
 from cvxrank.reporting import markdown_table
 from cvxrank.study.profiles import options_table
 from cvxrank.study.summary import (
@@ -89,7 +90,8 @@ def _draw_figures(plt, df, growth, prof, fig_dir, plot_performance_profile, plot
             fig, ax = plt.subplots(figsize=(7.5, 4.0))
             plot_performance_profile(prof, ax, profile=profile)
             name = f"performance-profile-{profile}.png"
-            fig.savefig(fig_dir / name, bbox_inches="tight")
+            with atomic_output(fig_dir / name, suffix=".png", want_path=True) as target:
+                fig.savefig(target, bbox_inches="tight", format="png")
             plt.close(fig)
             made[("profile", profile)] = name
         for instance in pd.unique(df["instance"]):
@@ -100,7 +102,8 @@ def _draw_figures(plt, df, growth, prof, fig_dir, plot_performance_profile, plot
             plot_scaling(df, growth, axes[0], profile=profile, instance=instance, y="wall_time")
             plot_scaling(df, growth, axes[1], profile=profile, instance=instance, y="peak_memory")
             name = f"scaling-{instance}-{profile}.png"
-            fig.savefig(fig_dir / name)
+            with atomic_output(fig_dir / name, suffix=".png", want_path=True) as target:
+                fig.savefig(target, format="png")
             plt.close(fig)
             made[("scaling", instance, profile)] = name
     return made
@@ -113,6 +116,9 @@ def findings(df: pd.DataFrame, rates: pd.DataFrame, sgm: pd.DataFrame, growth: p
     for profile in sgm.columns:
         col = sgm[profile].dropna().sort_values()
         if col.empty:
+            continue
+        if not df.loc[df["profile"].astype(str) == str(profile), "found"].any():
+            out.append(f"Profile {profile}: no run was found, so no method is faster than another.")
             continue
         text = f"Profile {profile}: fastest {label(col.index[0])}"
         if len(col) > 1:
@@ -277,5 +283,5 @@ def write_report(df: pd.DataFrame, path, *, time_limit: float, title: str = "Sol
     for heading, text in sections:
         out += [f"## {heading}", "", text.strip(), ""]
     out += _results(df, rates, sgm, growth, figs, os.path.relpath(fig_dir, path.parent)) + _appendix(df)
-    path.write_text("\n".join(out), encoding="utf-8")
+    write_atomic(path, "\n".join(out))
     return path

@@ -20,14 +20,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import time
 from pathlib import Path
 
 import pandas as pd
 
 from cvxrank import __version__
-from cvxrank._io import write_atomic
+from cvxrank._io import append_text, write_atomic
 from cvxrank.exceptions import CvxrankError
 from cvxrank.study.definition import COLUMNS, KEY, Study, size_text
 
@@ -114,6 +113,11 @@ class ResultStore:
             write_atomic(self.results, ",".join(COLUMNS) + "\n")
             return
         data = self.results.read_bytes()
+        header = data.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+        if data.strip() and header != ",".join(COLUMNS):
+            raise CvxrankError(f"{self.results} is not a study table (its first line is {header[:60]!r}, not the "
+                               "columns of cvxrank compare); it was replaced by another file: move it away and run "
+                               "again to rerun the study, or choose another folder")
         if data and not data.endswith(b"\n"):
             cut = data.rfind(b"\n") + 1
             with open(self.results, "r+b") as fh:
@@ -132,16 +136,21 @@ class ResultStore:
         writer = csv.writer(buf, lineterminator="\n")
         for row in rows:
             writer.writerow(["" if row.get(c) is None else row.get(c) for c in COLUMNS])
-        with open(self.results, "a", encoding="utf-8") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_text(self.results, buf.getvalue())
 
     def references(self) -> dict:
         """``{"instance|size|cost": reference}`` stored so far."""
         if not self.refs.is_file():
             return {}
-        return json.loads(self.refs.read_text(encoding="utf-8"))
+        try:
+            refs = json.loads(self.refs.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise CvxrankError(f"{self.refs} is not the study's references ({exc}); it was replaced by another "
+                               "file: move it away and run again to compute the references again") from None
+        if not isinstance(refs, dict):
+            raise CvxrankError(f"{self.refs} is not the study's references (not a JSON object); move it away and "
+                               "run again to compute the references again")
+        return refs
 
     def save_references(self, refs: dict) -> None:
         write_atomic(self.refs, json.dumps(refs, indent=1, allow_nan=True) + "\n")

@@ -217,8 +217,10 @@ def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall
         rows.append({**dict(zip(["instance", "profile", *by], key)), "n_sizes": n, "span": span,
                      "time_exponent": bt,
                      "time_intercept": at, "memory_exponent": bm, "memory_intercept": am})
-    return pd.DataFrame(rows, columns=["instance", "profile", *by, "n_sizes", "span", "time_exponent", "time_intercept",
-                                       "memory_exponent", "memory_intercept"])
+    numbers = {"n_sizes": int, "span": float, "time_exponent": float, "time_intercept": float,
+               "memory_exponent": float, "memory_intercept": float}
+    out = pd.DataFrame(rows, columns=["instance", "profile", *by, *numbers])
+    return out.astype(numbers)  # numbers also with no row (a study whose runs all failed)
 
 
 #: Columns that depend on the machine's speed and load, not on the computation.
