@@ -312,6 +312,9 @@ def test_the_named_way_out_fits_the_budget_that_refused(long_query):
         RankSVM(lam=0.1, solver="clarabel").fit(long_query)
     model = RankSVM(lam=0.1, solver="cutting_plane").fit(long_query)
     assert model.result_.status == "optimal"
+    problem = cr.RankingProblem(long_query, lam=0.1)  # "auto" counts the pairs and goes pair-free
+    assert solve(problem).solver == "cutting_plane" and not problem.has_pairs
+    assert RankSVM(lam=0.1).fit(long_query).result_.solver == "cutting_plane"
 
 
 def test_explicit_pairs_above_the_budget_are_refused_before_their_copies():
