@@ -18,7 +18,9 @@ outputs are written to a temporary file and renamed into place
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
+import io
 import os
 import pkgutil
 import signal
@@ -83,6 +85,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     previous = _terminate_as_interrupt()
+    restore_stdout = _print_any_file_name()
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warning(args.command)
     _SIGNALLED.clear()
@@ -108,9 +111,38 @@ def main(argv=None) -> int:
               "set CVXRANK_TRACEBACK=1 for the traceback", file=sys.stderr)
         return 1
     finally:
+        restore_stdout()
         warnings.showwarning = shown
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _file_name_bytes(exc):
+    """Encoding error handler ``cvxrank-file-names``: a file name's bytes that are not text in the file
+    system's encoding (Python reads them as lone surrogates, PEP 383) are written back as those bytes, as
+    ``ls`` prints them; any other character the stream cannot encode becomes a backslash escape."""
+    if isinstance(exc, UnicodeEncodeError):
+        bad = exc.object[exc.start:exc.end]
+        if all("\udc80" <= c <= "\udcff" for c in bad):
+            return bytes(ord(c) - 0xDC00 for c in bad), exc.end
+    return codecs.backslashreplace_errors(exc)
+
+
+codecs.register_error("cvxrank-file-names", _file_name_bytes)
+
+
+def _print_any_file_name():
+    """Let stdout print every file name the command was given, for the command; returns the undo.
+
+    A strict stdout (``PYTHONIOENCODING=utf-8``, or a UTF-8 locale other than C) cannot encode a
+    name that is not UTF-8 (``m\\xff.json``): ``wrote m\\udcff.json`` used to fail after the model was
+    written, as an internal error with exit code 1.
+    """
+    stream = sys.stdout
+    if not isinstance(stream, io.TextIOWrapper) or stream.errors != "strict":
+        return lambda: None
+    stream.reconfigure(errors="cvxrank-file-names")
+    return lambda: stream.reconfigure(errors="strict")
 
 
 def _one_line_warning(command: str):
