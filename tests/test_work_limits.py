@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import cvxrank as cr
+from cvxrank.cli import main
 from cvxrank.estimators import ListMLE, RankSVM
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.experiments.cv import cross_validate, query_folds
@@ -35,6 +36,13 @@ def _problem(name, lam=0.1):
 def _limit(monkeypatch, name, n):
     """Make ``n`` the registry's work limit of ``name`` for this test."""
     monkeypatch.setitem(SOLVERS, name, dataclasses.replace(SOLVERS[name], work_limit=n))
+
+
+def _cli(argv) -> int:
+    """``cvxrank ARGV`` in this process, its warnings shown as the command shows them (one line on stderr)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InaccurateSolutionWarning)
+        return main(argv)
 
 
 def _quiet(fn, *args, **kwargs):
@@ -156,6 +164,45 @@ def test_option_values_are_checked_in_chains_and_estimators():
 def test_valid_values_pass_untouched():
     res = solve(_problem("clarabel"), "clarabel", max_iter=100, time_limit=1e6, tol_gap_rel=1e-9)
     assert res.status == "optimal" and res.extras["work_limit"] == 100
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+@pytest.fixture()
+def letor(tmp_path):
+    path = tmp_path / "train.letor"
+    cr.data.save_letor(cr.make_ranking(n_queries=5, docs_per_query=(5, 8), n_features=3, random_state=2), path)
+    return str(path)
+
+
+def test_fit_at_a_tiny_lambda_ends_with_a_truthful_last_line_and_exit_code(letor, tmp_path, capsys, monkeypatch):
+    """``fit --solver scs --lam 1e-100`` used to run on; now it ends at the limit and says which one."""
+    _limit(monkeypatch, "scs", 50)
+    model = tmp_path / "m.json"
+    assert _cli(["fit", letor, "--model", str(model), "--solver", "scs", "--lam", "1e-100"]) == 3
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("status user_limit: certified relative gap ")
+    assert "work limit of 50 iterations (max_iters)" in last and "--max-iter" in last
+    assert model.exists()  # the model is written, with its certified gap
+    assert _cli(["fit", letor, "--model", str(model), "--solver", "scs", "--lam", "1e-100", "--max-iter", "30"]) == 3
+    assert "work limit of 30 iterations" in capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_fit_states_a_certified_status_last_and_exits_0(letor, tmp_path, capsys):
+    assert _cli(["fit", letor, "--model", str(tmp_path / "m.json"), "--solver", "clarabel", "--lam", "0.1"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("status optimal: certified relative gap ") and "<= tol 1e-06" in last
+
+
+def test_fit_verbose_shows_the_solver_at_work(letor, tmp_path, capsys):
+    argv = ["fit", letor, "--model", str(tmp_path / "m.json"), "--solver", "cutting_plane", "--lam", "0.1"]
+    assert _cli(argv) == 0
+    quiet = capsys.readouterr().out
+    assert _cli(argv + ["--verbose"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    progress = [line for line in lines if line.startswith("cutting_plane  it")]
+    assert progress and not any(line.startswith("cutting_plane  it") for line in quiet.splitlines())
+    assert lines[-1].startswith("status optimal")
 
 
 def test_the_estimators_verbose_is_checked():

@@ -3,7 +3,15 @@
 Methods (the papers' names): ranksvm (RSVM), cs-ranksvm (cost-sensitive Ranking SVM, ECML 2006),
 rsvm-ir-rank, rsvm-ir-query, rsvm-ir-qp (alias rsvm-ir) and rsvm-ir-gd (SIGIR 2006), listmle and
 cs-rglist (listwise). The model file holds the weights, the settings, the feature count, the cvxrank
-version and the solver's certified duality gap; `cvxrank predict` reads it."""
+version and the solver's certified duality gap; `cvxrank predict` reads it.
+
+Every solver runs within a work limit (iterations or oracle calls; --max-iter, default the solver's
+own from cvxrank's registry: clarabel and ecos 100, osqp 100,000, scs 10,000, subgradient 300,000,
+gd 5,000, cutting_plane 3,000 oracle calls), so every fit ends. The last line states the status and
+the certified relative gap; a fit that its limit stopped short of --tol ends "status user_limit" and
+says how to raise the limit. Exit code 3 then (the model is written, with its certified gap); 0 when
+the solver finished on its own (status optimal, or optimal_inaccurate when its certificate falls
+short of --tol, with a warning). --verbose shows the solver's progress."""
 
 from __future__ import annotations
 
@@ -27,6 +35,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--method", default="ranksvm",
                         help="ranksvm (default), cs-ranksvm, rsvm-ir-rank, rsvm-ir-query, rsvm-ir-qp, rsvm-ir-gd, "
                              "listmle, cs-rglist")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show the solver's progress (a CVXPY solver's own log, a line per certificate check "
+                             "of the native solvers)")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                         help="storage of the features (default float64); float32 halves it, the solvers still "
                              "compute in float64 and certify the solution for the float32 values")
@@ -57,7 +68,9 @@ def add_ranker_arguments(parser) -> None:
     parser.add_argument("--formulation", help="auto (default), primal, lifted, dual or hinge")
     parser.add_argument("--tol", type=float, help="certified relative gap (default: the solver's own, "
                         "cvxrank.solvers.registry.SolverSpec.default_tol)")
-    parser.add_argument("--max-iter", type=int, dest="max_iter", help="iteration cap of the solver")
+    parser.add_argument("--max-iter", type=int, dest="max_iter",
+                        help="iteration (cutting_plane: oracle-call) cap of the solver (default: its work limit, "
+                             "cvxrank.solvers.registry.SolverSpec.work_limit; a run it stops ends as user_limit)")
     parser.add_argument("--seed", type=int, help="random_state of the tau estimation")
 
 
@@ -91,7 +104,7 @@ def run(args) -> int:
     from cvxrank._io import check_outputs
 
     check_outputs([args.model], [args.train])  # before the (maybe long) fit, not after
-    model = make_ranker(args.method, **ranker_params(args))
+    model = make_ranker(args.method, **ranker_params(args), **({"verbose": True} if args.verbose else {}))
     data = load_letor(args.train, dtype=np.dtype(args.dtype))
     # The training NDCG is reported after the fit: grades it cannot score (2**y overflowing) fail
     # here, before a solve that may take minutes or fail on the same data less clearly.
@@ -109,4 +122,27 @@ def run(args) -> int:
     print(f"training NDCG@10 {train_ndcg:.4f}")
     model.save(args.model)
     print(f"wrote {args.model}")
-    return 0
+    print(status_line(model.result_))
+    return 3 if model.result_.status == "user_limit" else 0
+
+
+def status_line(result) -> str:
+    """The last line of ``fit``: the status, the certified relative gap against ``tol`` and, for a run a limit
+    stopped, which limit it was and how to raise it."""
+    from cvxrank.solvers.registry import SOLVERS
+
+    line = f"status {result.status}: certified relative gap {result.relative_gap:.2e}"
+    if result.status == "optimal":
+        return line + f" <= tol {result.tol:.0e}"
+    line += f" > tol {result.tol:.0e}"
+    spec = SOLVERS.get(result.solver)
+    unit = spec.work_unit if spec is not None else "iterations"
+    cap = result.extras.get("work_limit")
+    work = spec.work_done(result) if spec is not None else result.iterations
+    if result.status == "user_limit" and cap is not None and work is not None and work >= cap:
+        return (line + f"; {result.solver} stopped at its work limit of {cap} {unit} "
+                f"({result.extras.get('work_limit_option')}): raise it with --max-iter, or try another --solver")
+    if result.status == "user_limit":
+        return line + f"; {result.solver} stopped at a limit after {work} {unit}: raise it, or try another --solver"
+    return (line + f"; {result.solver} stopped short of it (its own status {result.solver_status}): try another "
+            "--solver, a larger --tol or --max-iter")
