@@ -203,6 +203,66 @@ def test_margins_that_overflow_are_refused_by_every_solver(grades):
         cr.solve(problem, "clarabel")
 
 
+_N_PAIRS = cr.RankingProblem(SMALL).n_pairs
+
+
+@pytest.mark.parametrize("margin, words", [
+    (np.r_[np.nan, np.ones(_N_PAIRS - 1)], "margin must be"),
+    (np.r_[np.inf, np.ones(_N_PAIRS - 1)], "margin must be"),
+    (-np.ones(_N_PAIRS), "margin must be"),
+    (np.ones(_N_PAIRS - 1), f"margin must be {_N_PAIRS} "),
+    ("1", "unknown margin '1'"),
+    ("rank", "unknown margin 'rank'"),
+])
+def test_bad_margins_are_refused(margin, words):
+    with pytest.raises(ValidationError, match=words):
+        cr.solve(cr.RankingProblem(SMALL).with_variant(Variant(margin=margin)), "clarabel")
+
+
+@pytest.mark.parametrize("solver, loss", [("cutting_plane", "hinge"), ("truncated_newton", "squared_hinge")])
+def test_pair_free_solvers_refuse_margins_per_pair_naming_who_can(solver, loss):
+    problem = cr.RankingProblem(SMALL).with_variant(Variant(loss=loss, margin=np.full(_N_PAIRS, 2.0)))
+    with pytest.raises(SolverNotAvailableError, match="margin_per_pair; solvers that can: clarabel"):
+        cr.solve(problem, solver)
+
+
+@pytest.mark.xfail(strict=True, reason="all-zero margins make w* = 0 and L* = 0: every solver reports "
+                                       "optimal_inaccurate (relative gap 1 = 0/0) with a warning, where zero "
+                                       "weights are refused as 'nothing to learn' (variants.py Variant.margins)")
+@pytest.mark.filterwarnings("ignore::cvxrank.exceptions.InaccurateSolutionWarning")
+def test_all_zero_margins_are_refused_or_solved_exactly():
+    problem = cr.RankingProblem(SMALL).with_variant(Variant(margin=np.zeros(_N_PAIRS)))
+    try:
+        res = cr.solve(problem, "clarabel")
+    except ValidationError as exc:
+        assert "nothing to learn" in str(exc)
+    else:
+        assert res.status == "optimal" and np.linalg.norm(res.w) <= res.distance_bound
+
+
+@pytest.mark.parametrize("bounds, words", [
+    ({"lower": [0.0, 0.0]}, r"one number or one per feature \(3\), got shape \(2,\)"),
+    ({"upper": [1.0, np.nan, 1.0]}, "upper has a NaN"),
+    ({"lower": "abc"}, "lower must be numbers"),
+    ({"lower": [0.0, "x", 0.0]}, "lower must be numbers"),
+    ({"lower": np.inf}, "lower <= 0 <= upper"),
+])
+def test_bad_bounds_are_refused(bounds, words):
+    with pytest.raises(ValidationError, match=words):
+        cr.RankingProblem(SMALL).with_variant(Variant(**bounds))
+
+
+def test_bounds_per_feature_with_infinities_are_honoured():
+    """``-inf`` leaves a feature unbounded; a per-feature bound holds where given (a correct result)."""
+    problem = cr.RankingProblem(SMALL, lam=0.1).with_variant(Variant(lower=[-np.inf, 0.0, 0.0], upper=[np.inf, 0.5, 1]))
+    res = cr.solve(problem, "clarabel")
+    assert res.status == "optimal"
+    assert res.w[1] >= 0 and res.w[2] >= 0 and res.w[1] <= 0.5 and res.w[2] <= 1
+    free = cr.solve(cr.RankingProblem(SMALL, lam=0.1), "clarabel")
+    assert free.w[1] < 0  # the bound is active: without it, w[1] would be negative
+    assert res.objective >= free.objective - free.certificate.gap_L  # a constrained optimum is never better
+
+
 # ---------------------------------------------------------------------------------------------
 # The pair-free solvers (cutting_plane, truncated_newton) on hostile data, against Clarabel
 # ---------------------------------------------------------------------------------------------
