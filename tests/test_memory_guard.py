@@ -270,6 +270,10 @@ ENTRY_POINTS = {
     "solve clarabel dual": _solve("clarabel", "dual"),
     "build auto": _build("auto"), "build primal": _build("primal"), "build lifted": _build("lifted"),
     "build dual": _build("dual"), "build hinge": _build("hinge"),
+    "build_primal": lambda data: cr.build_primal(cr.RankingProblem(data, lam=0.1)),
+    "build_lifted_primal": lambda data: cr.build_lifted_primal(cr.RankingProblem(data, lam=0.1)),
+    "build_dual": lambda data: cr.build_dual(cr.RankingProblem(data, lam=0.1)),
+    "build_hinge": lambda data: cr.build_hinge(cr.RankingProblem(data, lam=0.1)),
     "make_pairs": make_pairs, "RankingProblem.pairs": lambda data: cr.RankingProblem(data).pairs,
     "verify_theorem1": _verify,
 }

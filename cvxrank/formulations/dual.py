@@ -49,6 +49,7 @@ def build_dual(problem, *, C=None, costs: str = "scale") -> Formulation:
     ranking, C = as_problem(problem, C)
     check_states(ranking, "dual")
     variant = ranking.variant
+    ranking.check_formulation("dual")  # from counts: before a pair or D is allocated
     pairs = ranking.pairs
     params, base = cost_parameters(C, pairs.n_pairs, costs)
     margins = None if variant.margin is None else variant.margins(pairs)

@@ -52,6 +52,7 @@ def build_hinge(problem, *, weights=None, lam: float | None = None, costs: str =
         ranking = RankingProblem(problem, weights=weights, lam=lam)
     else:
         raise ValidationError(f"build_hinge takes a RankingProblem or a PairSet, got {type(problem).__name__}")
+    ranking.check_formulation("hinge")  # from counts: before a pair or D is allocated
     pairs = ranking.pairs
     params, base = cost_parameters(ranking.weights, pairs.n_pairs, costs, what="weights")
     lp = cp.Parameter(nonneg=True, name="lam")

@@ -92,6 +92,7 @@ def build_primal(problem, *, C=None, costs: str = "scale") -> Formulation:
         for ``"per_pair"``); the dual value of the margin constraint is ``α``.
     """
     ranking, C = as_problem(problem, C)
+    ranking.check_formulation("primal")  # from counts: before a pair or D is allocated
     pairs = ranking.pairs
     w = cp.Variable(pairs.n_features, name="w")
     xi = cp.Variable(pairs.n_pairs, name="xi")
@@ -135,6 +136,7 @@ def build_lifted_primal(problem, *, C=None, costs: str = "scale") -> Formulation
         As in :func:`build_primal`.
     """
     ranking, C = as_problem(problem, C)
+    ranking.check_formulation("lifted")  # from counts: before a pair is allocated
     pairs = ranking.pairs
     w = cp.Variable(pairs.n_features, name="w")
     s = cp.Variable(pairs.n_documents, name="s")
