@@ -223,8 +223,7 @@ class PathSolver:
             return
         form = self.formulation
         hinge = "lam" in form.parameters
-        old = self._variant
-        if (old is None) != (variant is None) or (old is not None and old.describe() != variant.describe()) \
+        if not _same_variant(self._variant, variant) \
                 or (variant is not None and variant.l1 > 0 and not hinge and lam != form.ranking.lam):
             # another variant (or an elastic net's rho = l1 / (2 lam) at another lam): a new problem
             self._build(C, weights, lam, variant)
@@ -325,6 +324,27 @@ class PathResult:
         name = "native" if self.formulation is None else self.formulation.name
         return (f"PathResult(n_points={len(self)}, formulation={name!r}, solver={self.solver!r}, "
                 f"statuses={sorted({r.status for r in self.results})})")
+
+
+def _same_variant(a, b) -> bool:
+    """Whether two variants (None: the papers' problem) state the same problem: the same loss and ℓ1,
+    equal margins and bounds, and the very same constraints function. ``describe()`` cannot tell: it
+    shows every array and function as ``given``, and two functions cannot be compared."""
+    if a is b:
+        return True
+    if a is None or b is None or (a.loss, a.l1) != (b.loss, b.l1) or a.constraints is not b.constraints:
+        return False
+    return all(_same_value(getattr(a, key), getattr(b, key)) for key in ("margin", "lower", "upper"))
+
+
+def _same_value(x, y) -> bool:
+    """Equal variant entries: both None, the same text, or equal numbers of the same shape."""
+    if x is None or y is None or isinstance(x, str) or isinstance(y, str):
+        return type(x) is type(y) and x == y
+    try:
+        return bool(np.array_equal(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)))
+    except (TypeError, ValueError):
+        return False
 
 
 def _grid(pairs, lams, weights, taus, mus, Cs):

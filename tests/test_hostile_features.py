@@ -263,6 +263,27 @@ def test_bounds_per_feature_with_infinities_are_honoured():
     assert res.objective >= free.objective - free.certificate.gap_L  # a constrained optimum is never better
 
 
+@pytest.mark.parametrize("first, second", [
+    (Variant(constraints=lambda w: [w[0] <= 0.1]), Variant(constraints=lambda w: [w[0] >= 2])),
+    (Variant(margin=np.ones(_N_PAIRS)), Variant(margin=np.full(_N_PAIRS, 5.0))),
+    (Variant(lower=[0.0, -1.0, -1.0]), Variant(lower=[-5.0, 0.0, 0.0])),
+    (Variant(upper=[1.0, 1.0, 1.0]), Variant(upper=[1.0, 1.0, 0.0])),
+], ids=["constraints", "margins", "lower", "upper"])
+@pytest.mark.parametrize("formulation", ["lifted", "hinge"])
+def test_a_path_solves_each_variant_it_is_given(first, second, formulation):
+    """Two variants that read alike (``describe()`` shows arrays and functions as "given") are two problems:
+    the path used to re-solve the first one and report it, certified, as the second."""
+    from cvxrank.path import PathSolver
+
+    problem = cr.RankingProblem(SMALL, lam=0.5)
+    path = PathSolver(problem, formulation=formulation, solver="clarabel")
+    path.solve(variant=first)
+    agree(path.solve(variant=second), cr.solve(problem.with_variant(second), "clarabel"))
+    assert path.n_builds == 2
+    agree(path.solve(variant=second), cr.solve(problem.with_variant(second), "clarabel"))
+    assert path.n_builds == 2  # the same variant again: a re-solve, not a rebuild
+
+
 # ---------------------------------------------------------------------------------------------
 # The pair-free solvers (cutting_plane, truncated_newton) on hostile data, against Clarabel
 # ---------------------------------------------------------------------------------------------
