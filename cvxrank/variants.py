@@ -38,10 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cvxrank.costs import MAX_C
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
-__all__ = ["LOSSES", "MARGINS", "Variant", "variant_certificate"]
+__all__ = ["LOSSES", "MARGINS", "MAX_L1", "Variant", "variant_certificate"]
 
 #: Losses of a pair's margin shortfall ``t = m_i − <w, d_i>``.
 LOSSES = ("hinge", "squared_hinge")
@@ -65,6 +66,30 @@ def _bound(value, n: int, what: str, default: float) -> np.ndarray:
     return arr
 
 
+#: The largest ℓ1 weight ``ρ_L``, as :data:`cvxrank.costs.MAX_C` bounds ``λ`` and ``C``: with ``λ`` down to
+#: ``1/(2 MAX_C)``, ``ρ = ρ_L / (2λ)`` stays below ``1e200`` and ``ρ ‖w‖₁`` finite in float64.
+MAX_L1 = MAX_C
+
+
+def _no_bound(value, key: str, side: float):
+    """A bound as the variant keeps it: None for no bound, which an infinite scalar (``lower=-inf``,
+    ``upper=inf``) or an array infinite on that side everywhere also means; the value itself otherwise."""
+    if value is None or callable(value) or isinstance(value, (str, bytes, bool)):
+        return value
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return value  # refused with its message by bounds()
+    if arr.size and np.all(arr == side):
+        return None
+    if arr.ndim == 0:
+        if np.isnan(arr):
+            raise ValidationError(f"{key} must be a number or None (no bound), got {value!r}")
+        if np.isinf(arr):
+            raise ValidationError(f"{key}={value!r} excludes w = 0 (the bounds must allow it: lower <= 0 <= upper)")
+    return value
+
+
 @dataclass(frozen=True, eq=False)
 class Variant:
     """A variant of the weighted hinge problem (9) (module docstring); the default is the papers'.
@@ -77,9 +102,12 @@ class Variant:
         Required margin ``m_i`` of each pair: 1 (the papers), the grade difference
         ``y_better − y_worse``, the gain difference ``2^{y_better} − 2^{y_worse}``, or given.
     l1 : float, default 0
-        ``ρ_L`` of the elastic net, on the scale of (9): ``L`` gains ``ρ_L ‖w‖₁``.
+        ``ρ_L`` of the elastic net, on the scale of (9): ``L`` gains ``ρ_L ‖w‖₁``. In
+        ``[0, MAX_L1]`` (:data:`MAX_L1`, 1e100): beyond it ``ρ = ρ_L / (2λ)`` overflows float64.
     lower, upper : None, float or array of shape (n_features,)
-        Bounds on ``w`` (e.g. ``lower=0`` for non-negative weights).
+        Bounds on ``w`` (e.g. ``lower=0`` for non-negative weights). ``lower=-inf`` and ``upper=inf``
+        (or arrays of them) mean no bound and are kept as None, so every solver that takes no bounds
+        takes them and a model file stores them; ``lower=inf``, ``upper=-inf`` and NaN are refused.
     constraints : callable, optional
         ``constraints(w) -> list`` of CVXPY constraints on the variable ``w``
         (e.g. ``lambda w: [w[0] >= w[1]]``). Only affine constraints are
@@ -109,9 +137,25 @@ class Variant:
                                   "None or one number per pair")
         if self.constraints is not None and not callable(self.constraints):
             raise ValidationError("constraints must be a function w -> list of CVXPY constraints")
-        if isinstance(self.l1, bool) or not isinstance(self.l1, (int, float, np.floating)) \
+        if isinstance(self.l1, bool) or not isinstance(self.l1, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(self.l1) or self.l1 < 0:
-            raise ValidationError(f"l1 must be a non-negative number, got {self.l1!r}")
+            raise ValidationError(f"l1 must be a non-negative finite number, got {self.l1!r}")
+        if self.l1 > MAX_L1:
+            raise ValidationError(
+                f"l1={self.l1!r} is too large: l1 must lie in [0, {MAX_L1:g}]; beyond it rho = l1 / (2 lam) and "
+                "rho ||w||_1 overflow float64")
+        object.__setattr__(self, "l1", float(self.l1))
+        if self.margin is not None and not isinstance(self.margin, str):
+            try:
+                m = np.asarray(self.margin, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValidationError(f"margin must be None, {', '.join(MARGINS)} or one number per pair, "
+                                      f"got {type(self.margin).__name__}") from None
+            if m.ndim != 1 or not np.all(np.isfinite(m)) or np.any(m < 0) or np.any(m > MAX_L1):
+                raise ValidationError(f"margin must be one non-negative number per pair, each at most {MAX_L1:g} "
+                                      "(a margin times C_i must stay finite in float64)")
+        for key, side in (("lower", -np.inf), ("upper", np.inf)):
+            object.__setattr__(self, key, _no_bound(getattr(self, key), key, side))
 
     @property
     def is_default(self) -> bool:
@@ -170,6 +214,7 @@ class Variant:
     def from_text(cls, text: str) -> Variant:
         """Read :meth:`describe`'s form: ``papers`` (or ``hinge``), or ``+``-joined items ``loss=…``,
         ``margin=…``, ``l1=…``, ``lower=…``, ``upper=…``; a bare ``squared_hinge`` is ``loss=squared_hinge``.
+        ``lower=-inf`` and ``upper=inf`` are no bound, as in the constructor.
 
         Examples
         --------
@@ -193,8 +238,9 @@ class Variant:
                     number = float(value)
                 except ValueError:
                     raise ValidationError(f"variant {text!r}: {key} must be a number, got {value!r}") from None
-                if not np.isfinite(number):
-                    raise ValidationError(f"variant {text!r}: {key} must be finite, got {value!r}")
+                if np.isnan(number) or (key == "l1" and not np.isfinite(number)):
+                    raise ValidationError(f"variant {text!r}: {key} must be {'finite' if key == 'l1' else 'a number'}, "
+                                          f"got {value!r}")
                 kwargs[key] = number
             else:
                 kwargs[key] = value

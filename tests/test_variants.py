@@ -140,6 +140,34 @@ def test_bad_variants(data, kwargs, match):
         cr.RankingProblem(data, lam=0.2, variant=Variant(**kwargs))
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"l1": 1e300}, r"l1=1e\+300 is too large: l1 must lie in \[0, 1e\+100\]; beyond it rho = l1 / \(2 lam\)"),
+    ({"l1": float("inf")}, "l1 must be a non-negative finite number, got inf"),
+    ({"l1": float("nan")}, "l1 must be a non-negative finite number, got nan"),
+    ({"lower": float("nan")}, "lower must be a number or None"),
+    ({"lower": float("inf")}, "lower=inf excludes w = 0"),
+    ({"upper": -np.inf}, "upper=-inf excludes w = 0"),
+    ({"margin": [1.0, 1e300]}, "margin must be one non-negative number per pair, each at most 1e\\+100"),
+    ({"margin": [1.0, np.nan]}, "margin must be one non-negative number per pair"),
+])
+def test_variant_numbers_out_of_range_are_refused_when_the_variant_is_made(kwargs, match):
+    """Before, ``l1=1e300`` reached CVXPY as an infinite rho ("Problem data contains NaN or Inf")."""
+    with pytest.raises(ValidationError, match=match):
+        Variant(**kwargs)
+
+
+def test_infinite_bounds_are_no_bounds(data):
+    """``lower=-inf`` and ``upper=inf`` mean no bound everywhere: kept as None, so the variant is the papers'
+    problem, the pair-free solver takes it and ``describe``/``from_text`` agree."""
+    for variant in (Variant(lower=-np.inf, upper=np.inf), Variant(lower=[-np.inf] * 5, upper=float("inf")),
+                    Variant.from_text("lower=-inf+upper=inf")):
+        assert variant.lower is None and variant.upper is None and variant.is_default
+    partial = Variant(lower=[-np.inf, 0.0, -np.inf, -1.0, -np.inf])
+    assert partial.extensions == {"bounds"} and partial.bounds(5)[0][1] == 0.0
+    res = cr.solve(cr.RankingProblem(data, lam=0.2, variant=Variant(lower=-np.inf)), "cutting_plane")
+    assert res.status == "optimal"
+
+
 def test_estimators_take_a_variant_and_model_files_keep_it(data, tmp_path):
     from cvxrank.estimators import RankSVMIR, load_model
 

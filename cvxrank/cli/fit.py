@@ -91,7 +91,28 @@ def ranker_params(args) -> dict:
         check_lam(args.lam, "--lam")
     if args.mu is not None:
         params["mu"] = parse_mu(args.mu)  # None ("none") is a value here, not "unset"
+    if any(v is not None for v in (args.l1, args.lower, args.upper)):
+        _variant_params(args, params)
     return params
+
+
+def _variant_params(args, params: dict) -> None:
+    """Check ``--l1``, ``--lower`` and ``--upper`` before the data is read (the ranges of
+    :class:`cvxrank.variants.Variant`, named as typed), and drop an infinite bound: ``--lower=-inf`` and
+    ``--upper=inf`` are no bound, as in the Variant, and the model file stores None for them."""
+    from cvxrank.exceptions import ValidationError
+    from cvxrank.variants import Variant
+
+    for flag in ("l1", "lower", "upper"):
+        value = getattr(args, flag)
+        if value is None:
+            continue
+        try:
+            kept = getattr(Variant(**{flag: value}), flag)
+        except ValidationError as exc:
+            raise ValidationError(f"--{exc}") from None
+        if kept is None:
+            params.pop(flag, None)
 
 
 def run(args) -> int:

@@ -96,6 +96,11 @@ def _json_value(name, value):
     """A parameter value as JSON, or a clear error."""
     if name == "tau":
         return _encode_tau(value)
+    if name in ("lower", "upper") and value is not None:
+        from cvxrank.variants import Variant
+
+        if getattr(Variant(**{name: value}), name) is None:
+            return None  # -inf / inf: no bound, which None says (JSON holds no infinity)
     if name == "mu" and isinstance(value, dict):
         return [[_number(k) if not isinstance(k, str) else k, v] for k, v in Costs(mu=value).to_json()["mu"]]
     try:
