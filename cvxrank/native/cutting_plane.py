@@ -64,6 +64,7 @@ from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.bundle import Bundle
 from cvxrank.native.kernels import check_kernel
 from cvxrank.native.oracle import PairFreeOracle, check_threads
+from cvxrank.native.scale import check_scale
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import BackendReport, finish
@@ -413,13 +414,15 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     ValidationError
         For weights that differ inside a (query, grade pair) cell, explicit
         preference pairs, or a partial pair set; use an explicit-pair solver
-        (``"clarabel"``, ``"subgradient"``) for those.
+        (``"clarabel"``, ``"subgradient"``) for those. For features or costs whose
+        scale float64 cannot hold (:mod:`cvxrank.native.scale`).
     """
     from cvxrank import __version__
 
     t0 = time.perf_counter()
     problem, costs = pairfree_problem(problem, "cutting_plane", "hinge",
                                       "use 'truncated_newton' for the squared hinge or a CVXPY solver")
+    check_scale(problem.data.X, costs.values[costs.n_pairs > 0].max(initial=0.0), problem.lam)
     variant = problem.variant
     n_shards = options.pop("n_shards", None)
     oracle_threads = check_threads(options.pop("oracle_threads", 1), "oracle_threads")

@@ -45,6 +45,7 @@ from cvxrank.costs import check_lam
 from cvxrank.exceptions import InaccurateSolutionWarning
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.cutting_plane import blas_threads, certifiable_gap
+from cvxrank.native.scale import check_scale
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.solution import BackendReport, finish
 
@@ -274,6 +275,7 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     t0 = time.perf_counter()
     problem, costs = pairfree_problem(problem, "truncated_newton", "squared_hinge",
                                       "use 'cutting_plane' for the papers' hinge or a CVXPY solver")
+    check_scale(problem.data.X, costs.values[costs.n_pairs > 0].max(initial=0.0), problem.lam)
     variant = problem.variant
     oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0

@@ -11,10 +11,11 @@ import numpy as np
 
 from cvxrank.exceptions import SolverError
 from cvxrank.formulations import Formulation
+from cvxrank.native.scale import check_scale, largest_abs
 from cvxrank.solution import BackendReport, finish, infeasible
 from cvxrank.solvers.registry import SOLVERS
 
-__all__ = ["installed_cvxpy_names", "installed_cvxpy_solvers", "solve_cvxpy"]
+__all__ = ["installed_cvxpy_names", "installed_cvxpy_solvers", "l1_zero_threshold", "solve_cvxpy"]
 
 _INSTALLED: frozenset | None = None
 
@@ -83,12 +84,59 @@ def _affine_duals(formulation: Formulation, to_M: float) -> list:
     return out
 
 
+def l1_zero_threshold(ranking) -> float | None:
+    """The ℓ1 weight from which ``w = 0`` is the exact solution of ``ranking``'s variant, or None.
+
+    At ``w = 0`` every pair of margin ``m_i > 0`` falls short by ``m_i``, so the loss is differentiable
+    there in those pairs, with gradient ``−Dᵀ g``, ``g_i = c_i ℓ'(m_i)`` (``c_i`` for the hinge,
+    ``2 c_i m_i`` for the squared hinge); pairs of margin 0 may take the subgradient 0. ``w = 0``
+    minimises ``L`` when ``ρ_L ≥ ‖Dᵀ g‖_∞``, whatever the bounds (they admit 0, and their normal cone
+    there contains 0). None without an ℓ1 term or with user constraints (which may exclude 0).
+    """
+    variant = ranking.variant
+    if variant.l1 == 0 or variant.constraints is not None:
+        return None
+    pairs = ranking.pairs
+    m = variant.margins(pairs)
+    g = np.where(m > 0, ranking.weights * (1.0 if variant.loss == "hinge" else 2.0 * m), 0.0)
+    return float(np.max(np.abs(pairs.rmatvec(g)), initial=0.0))
+
+
+def _scale_hint(ranking) -> str:
+    """A hint to rescale when the numbers the solver sees are far from 1 (solvers' tolerances assume
+    unit scale), for the message of a failed solve; empty otherwise."""
+    s = largest_abs(ranking.data.X)
+    C = float(ranking.weights.max(initial=0.0)) / (2.0 * ranking.lam)
+    rho = ranking.variant.l1 / (2.0 * ranking.lam)
+    if 1e-4 <= s <= 1e4 and 1e-8 <= C <= 1e8 and rho <= 1e8:
+        return ""
+    return (f"; its numbers are far from 1 (features up to |x| = {s:.3g}, pair costs C_i up to {C:.3g}"
+            + (f", l1 / (2 lam) = {rho:.3g}" if rho > 1e8 else "")
+            + "): rescale the features to about 1 and choose lam (and l1) on that scale, or try another solver")
+
+
 def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start: bool = False,
                 verbose: bool = False, **options):
-    """Solve with the CVXPY solver ``solver`` (a CVXPY entry of the registry) and certify."""
+    """Solve with the CVXPY solver ``solver`` (a CVXPY entry of the registry) and certify.
+
+    A problem whose scale float64 cannot hold is refused first (:mod:`cvxrank.native.scale`). A
+    variant whose ℓ1 weight makes ``w = 0`` the exact solution (:func:`l1_zero_threshold`) is not
+    handed to the solver (whose interior point or splitting fails on the huge weight): ``w = 0`` is
+    certified instead, ``iterations`` 0 and ``extras["solver_skipped"]`` saying why.
+    """
     spec = SOLVERS[solver]
     const, package = spec.cvxpy_name, spec.package
     merged = {**spec.defaults, **options}
+    ranking = formulation.ranking
+    check_scale(ranking.data.X, ranking.weights.max(initial=0.0), ranking.lam)  # before the solver sees inf/NaN
+    threshold = l1_zero_threshold(ranking)
+    if threshold is not None and ranking.variant.l1 >= threshold:
+        report = BackendReport(
+            solver=solver, version=_version(package), formulation=formulation.name, scale=formulation.scale,
+            status="optimal", iterations=0, extras={"options": merged, "solver_skipped": (
+                f"l1 = {ranking.variant.l1:g} >= {threshold:.6g} = ||D^T g||_inf, the gradient of the loss at "
+                "w = 0: w = 0 is the exact solution")})
+        return finish(ranking, np.zeros(ranking.n_features), report, tol)
     problem = formulation.problem
     start = time.perf_counter()
     try:
@@ -107,7 +155,7 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
         others = [s for s in installed_cvxpy_solvers() if s != solver]
         raise SolverError(
             f"{solver} failed on the {formulation.name} formulation ({exc}); "
-            f"try another solver: {', '.join(others)}"
+            f"try another solver: {', '.join(others)}{_scale_hint(ranking)}"
         ) from None
     wall = time.perf_counter() - start
     status = problem.status
@@ -120,7 +168,7 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
         others = [s for s in installed_cvxpy_solvers() if s != solver]
         raise SolverError(
             f"{solver} returned status {status!r} on the {formulation.name} formulation, which is always "
-            f"feasible and bounded; try another solver: {', '.join(others)}"
+            f"feasible and bounded; try another solver: {', '.join(others)}{_scale_hint(ranking)}"
         )
     stats = problem.solver_stats
     setup = problem.compilation_time or 0.0

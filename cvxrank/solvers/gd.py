@@ -27,6 +27,7 @@ from cvxrank import __version__
 from cvxrank._validation import check_max_iter
 from cvxrank.certificate import certify
 from cvxrank.exceptions import ValidationError
+from cvxrank.native.scale import check_scale
 from cvxrank.objectives import qp_objective
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import BackendReport, finish
@@ -59,6 +60,7 @@ def _solve(problem: RankingProblem, *, tol: float = 1e-6, max_iter: int = 5_000,
     max_iter = check_max_iter(max_iter)
     check_every = check_max_iter(check_every, "check_every")
     pairs, weights, lam = problem.pairs, problem.weights, problem.lam
+    check_scale(problem.data.X, weights.max(initial=0.0), lam)
     C = problem.C
     eta = 1.0 / (200.0 * lam) if learning_rate is None else float(learning_rate)
     if not np.isfinite(eta) or eta <= 0 or eta >= 1.0 / lam:

@@ -49,6 +49,7 @@ import pandas as pd
 from cvxrank import __version__
 from cvxrank._validation import check_max_iter, check_time_limit
 from cvxrank.certificate import certify
+from cvxrank.native.scale import check_scale
 from cvxrank.problem import RankingProblem
 from cvxrank.solution import BackendReport, finish
 
@@ -91,6 +92,7 @@ def _solve(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_iter: int =
         check_every = check_max_iter(check_every, "check_every")
     check_time_limit(time_limit)
     pairs, weights, lam = problem.pairs, problem.weights, problem.lam
+    check_scale(problem.data.X, weights.max(initial=0.0), lam)
     C = problem.C
     radius = np.sqrt(weights.sum() / lam)
     n = pairs.n_features
