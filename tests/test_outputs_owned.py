@@ -102,6 +102,15 @@ def test_compare_report_is_refused_onto_a_file_of_its_own_study(study, name):
         check_outputs(["st/report.md"], folders=["st2"], own={"st2": {name}})
 
 
+@pytest.mark.parametrize("name, text", [("results.csv", "# Solver comparison study\n"),
+                                        ("references.json", "# Solver comparison study\n")])
+def test_a_study_file_replaced_by_another_file_is_named_on_resume(study, name, text):
+    (study / name).write_text(text)
+    code, out, err = run_cli(["compare", *SMALL, "--out", "st", "--no-report"])
+    refused(code, err, "compare", os.path.join("st", name), "move it away")
+    assert "runs ran now" not in out and (study / name).read_text() == text
+
+
 def test_compare_report_is_refused_in_a_cv_folder(study, cvdir):
     before = snapshot(cvdir)
     code, out, err = run_cli(["compare", *SMALL, "--out", "st2", "--report", "cvdir/results.csv"])
