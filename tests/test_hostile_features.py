@@ -699,6 +699,18 @@ def test_cv_on_data_whose_name_is_not_utf8(small_letor, tmp_path):
     assert (tmp_path / "cv" / "results.csv").is_file()
 
 
+@pytest.mark.xfail(strict=True, reason="a second cv that looks while the first writes its ownership mark sees only "
+                                       "the first's .cvxrank-*.tmp and calls it a file 'not written by cvxrank' "
+                                       "(cvxrank/_io.py claim_folder; 2 of 8 concurrent pairs)")
+def test_a_concurrent_commands_temporary_file_is_not_called_a_users_file(tmp_path):
+    folder = tmp_path / "cvout"
+    folder.mkdir()
+    (folder / ".cvxrank-4a6471b80007.tmp").write_text("")  # the first cv's owner mark, before its rename
+    code, _, err = run_cli(["cv", "--out", str(folder), "--methods", "ranksvm", "--queries", "9", "--n-folds", "3",
+                            "--no-progress"])
+    assert code in (0, 2) and "not written by cvxrank" not in err, err
+
+
 # ---------------------------------------------------------------------------------------------
 # Two processes: concurrent cv, and interrupts (slow: each starts interpreters)
 # ---------------------------------------------------------------------------------------------
@@ -762,6 +774,21 @@ def test_a_second_cv_into_a_folder_being_written_refuses_at_once(tmp_path):
     finally:
         first.kill()
         first.wait()
+
+
+@pytest.mark.slow
+def test_two_concurrent_cvs_into_one_folder_one_writes_and_the_other_refuses(tmp_path):
+    """Started together: whichever comes second is refused in one line (by the lock, or by the results or
+    the mark the first has just written), and the folder holds one complete set of results."""
+    procs = [_popen(CV_ARGS, tmp_path) for _ in range(2)]
+    done = [p.communicate(timeout=240) + (p.returncode,) for p in procs]
+    assert sorted(code for *_, code in done) == [0, 2], done
+    err = next(e for _, e, code in done if code == 2)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("cvxrank cv: error: ") and "cvout" in err, err
+    written = next(o for o, _, code in done if code == 0)
+    results = (tmp_path / "cvout" / "results.csv").read_text()
+    assert "RankSVM" in written and results.count("\n") >= 2
+    assert not glob.glob(str(tmp_path / "cvout" / ".cvxrank-*.tmp"))
 
 
 #: The command line with one event: "solving" on stdout as CVXPY calls the solver (solve_via_data),
