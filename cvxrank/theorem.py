@@ -82,8 +82,6 @@ DEFAULT_FORMULATIONS = {
 OTHER_FORMULATIONS = ("primal", "dual")
 
 #: What a native solver's work limit counts (the others count iterations).
-_WORK_UNITS = {"cutting_plane": "oracle calls"}
-
 #: The note of a row the opt-in wall-clock limit stopped.
 TIME_LIMIT_NOTE = "time limit hit: a safety net, not a verdict"
 
@@ -97,8 +95,12 @@ COLUMNS = ["formulation", "solver", "stages", "status", "verdict", "work", "work
 
 
 def work_unit(solver: str) -> str:
-    """What ``solver``'s work limit counts: ``"iterations"`` or ``"oracle calls"``."""
-    return _WORK_UNITS.get(str(solver).lower(), "iterations")
+    """What ``solver``'s work limit counts (the registry's ``SolverSpec.work_unit``): ``"iterations"``,
+    ``"oracle calls"`` or ``"Newton steps"``; ``"iterations"`` for a name the registry does not know."""
+    try:
+        return get_spec(solver).work_unit
+    except CvxrankError:
+        return "iterations"
 
 
 def verdict(row: dict, ref: dict) -> str:
@@ -181,9 +183,8 @@ def _limit_options(solver, work_limit, time_limit) -> dict:
 
 
 def _work_done(res):
-    extras = res.extras if isinstance(res.extras, dict) else {}
-    work = extras.get("oracle_calls", res.iterations)
-    return None if work is None else int(work)
+    """The work ``res`` did, in its solver's work unit (:meth:`SolverSpec.work_done`)."""
+    return get_spec(res.solver).work_done(res)
 
 
 def _time_limit_hit(res, work, work_limit, time_limit, elapsed) -> bool:
