@@ -650,22 +650,33 @@ def test_a_read_only_output_folder_is_refused_before_the_work(command, read_only
 # File names with spaces, newlines, non-ASCII characters and bytes that are not UTF-8
 # ---------------------------------------------------------------------------------------------
 
+#: A Latin-1 file name: not UTF-8, so Python reads its byte 0xe9 as the lone surrogate U+DCE9 (PEP 383).
+NOT_UTF8 = os.fsdecode(b"latin1-\xe9")
+
+
 @pytest.mark.parametrize("name", ["with space", "new\nline", "tab\tand 'quotes\"", "ünïcødé-数据", " lead and trail ",
-                                  os.fsdecode(b"latin1-\xe9")],
+                                  NOT_UTF8],
                          ids=["space", "newline", "tab-quotes", "non-ascii", "blanks", "not-utf8"])
 def test_odd_file_names_for_data_and_outputs(name, small_letor, tmp_path):
     data = tmp_path / f"{name}.letor"
     data.write_bytes(Path(small_letor).read_bytes())
     model, scores = tmp_path / f"{name} model.json", tmp_path / f"{name} scores.txt"
-    outputs = [tmp_path / f"{name} e.json", tmp_path / f"{name} pq.csv", tmp_path / f"{name} v.json"]
+    outputs = [tmp_path / f"{name} e.json", tmp_path / f"{name} pq.csv", tmp_path / f"{name} v.json",
+               tmp_path / f"{name} cv"]
     for argv in (["fit", str(data), "--model", str(model)],
                  ["predict", str(model), str(data), "--output", str(scores)],
                  ["evaluate", str(data), "--model", str(model), "--json", str(outputs[0]), "--per-query",
                   str(outputs[1])],
-                 ["verify", "--data", str(data), "--solvers", "clarabel", "--json", str(outputs[2])]):
+                 ["verify", "--data", str(data), "--solvers", "clarabel", "--json", str(outputs[2])],
+                 ["cv", "--data", str(data), "--methods", "ranksvm", "--n-folds", "3", "--lams", "0.1,1",
+                  "--no-progress", "--out", str(outputs[3])]):
+        if argv[0] == "cv" and name == NOT_UTF8:
+            outputs.pop()  # test_cv_on_data_whose_name_is_not_utf8 (a strict xfail) has this case
+            continue
         code, _, err = run_cli(argv)
         assert code == 0, (argv[0], err)
     assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in [data, model, scores, *outputs])
+    assert len(outputs) == 3 or (outputs[3] / "results.csv").is_file()
     assert len(np.loadtxt(scores)) == SMALL.n_documents
     # a missing file with a newline in its name is still one line
     code, _, err = run_cli(["fit", str(tmp_path / f"missing {name}.letor"), "--model", str(model)])
