@@ -432,8 +432,6 @@ def test_scores_never_pad_x_to_the_models_width(tmp_path):
         model.scores(docs.X)
 
 
-@pytest.mark.xfail(strict=True, reason="cvxrank/cli/predict.py pads X densely to the model's width; it should "
-                                       "score with BaseRanker.scores (no padding)")
 def test_predict_does_not_pad_x_to_the_models_width(tmp_path, capsys):
     """``cvxrank predict`` of 32 documents of 5 features with a model of 50,000 weights: its traced peak
     stays below reading the model plus a quarter of X padded densely to the model's width (13 MB;

@@ -35,20 +35,12 @@ def predict_file(model_path: str, data_path: str):
     if data.n_features > model.n_features_in_:
         raise ValidationError(f"{data_path} has features up to {data.n_features}, but the model was fitted "
                               f"with {model.n_features_in_}")
-    if data.n_features < model.n_features_in_:  # the file's highest feature index may simply be lower
-        import numpy as np
-        import scipy.sparse as sp
-
-        from cvxrank.data import RankingData
-
-        extra = model.n_features_in_ - data.n_features  # zero columns, not a second read (a pipe reads once)
-        X = (sp.hstack([data.X, sp.csr_matrix((data.n_documents, extra))], format="csr") if sp.issparse(data.X)
-             else np.hstack([data.X, np.zeros((data.n_documents, extra))]))
-        data = RankingData(X, data.y, data.qid)
     import numpy as np
 
+    # The file's highest feature index may simply be lower than the model's: the missing trailing
+    # features count as zeros, without padding X to the model's width (BaseRanker.scores).
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in one line
-        scores = model.decision_function(data.X)
+        scores = model.scores(data.X)
     bad = np.flatnonzero(~np.isfinite(scores))
     if bad.size:
         raise ValidationError(f"the model gives {bad.size} non-finite score(s) on {data_path} (first: document "
