@@ -456,6 +456,21 @@ def test_pair_free_solvers_refuse_explicit_pairs_and_the_chain_moves_on(solver, 
     assert res.solver == "clarabel" and res.status == "optimal"
 
 
+def test_explicit_weights_on_grade_pairs_go_pair_free_only_in_the_form_tau_mu():
+    """Weights of the form τ_k μ_q given per pair: the pair-free solver takes them and agrees with Clarabel;
+    one pair's weight changed breaks that form: refused, naming the query and grade pair."""
+    from cvxrank.costs import pair_weights
+    from cvxrank.pairs import make_pairs
+
+    pairs = make_pairs(SMALL)
+    weights = pair_weights(pairs, tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 0.5}, mu="balanced")
+    problem = cr.RankingProblem(pairs, weights=weights, lam=0.1)
+    agree(cr.solve(problem, "cutting_plane"), cr.solve(problem, "clarabel"))
+    weights[0] = 0.0
+    with pytest.raises(ValidationError, match=r"pair weights differ inside query \S+, grade pair \(\d, \d\)"):
+        cr.solve(cr.RankingProblem(pairs, weights=weights, lam=0.1), "cutting_plane")
+
+
 # ---------------------------------------------------------------------------------------------
 # cvxrank compare --variants with unknown names
 # ---------------------------------------------------------------------------------------------
