@@ -209,3 +209,22 @@ def test_the_estimators_verbose_is_checked():
     with pytest.raises(ValidationError, match="verbose must be True or False"):
         RankSVM(verbose="yes").fit(_data())
     assert np.all(np.isfinite(RankSVM(verbose=False).fit(_data()).coef_))
+
+
+def test_cv_caps_every_fit_and_records_the_status(tmp_path, capsys):
+    """``cvxrank cv --max-iter 2``: every fit stops at the cap and its status is in selection.csv."""
+    import pandas as pd
+
+    out = tmp_path / "cv"
+    code = _cli(["cv", "--queries", "12", "--methods", "ranksvm", "--lams", "0.1,1", "--n-folds", "3",
+                 "--no-progress", "--max-iter", "2", "--out", str(out)])
+    assert code == 0
+    selection = pd.read_csv(out / "selection.csv")
+    assert set(selection["status"]) == {"user_limit"}
+    assert (selection["relative_gap"] > 0).all()
+
+
+def test_cv_refuses_a_max_iter_out_of_range_in_one_line(capsys):
+    assert _cli(["cv", "--max-iter", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--max-iter must be a positive integer" in err[0]

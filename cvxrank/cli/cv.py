@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from cvxrank.cli._common import split
+from cvxrank.cli._common import MAX_ITER, check_option, split
 from cvxrank.exceptions import CvxrankError
 
 HELP = "cross-validate rankers with folds by query, parameters chosen on validation queries"
@@ -39,6 +39,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--Cs", dest="Cs", help="C grid of the listwise methods (default 0.1,1,10,100)")
     parser.add_argument("--gd-iter", type=int, default=2000, dest="gd_iter",
                         help="iterations of RSVM-IR-GD (default 2000)")
+    parser.add_argument("--max-iter", type=int, dest="max_iter",
+                        help="iteration (cutting_plane: oracle-call) cap of every fit but rsvm-ir-gd's (--gd-iter) "
+                             "(default: each solver's work limit; a fit it stops counts with its certified gap)")
     parser.add_argument("--select", default="ndcg@10", help="validation metric that picks parameters "
                                                             "(default ndcg@10)")
     parser.add_argument("--k", default="1,3,5,10", help="cut-offs of NDCG@k and P@k (default 1,3,5,10)")
@@ -93,6 +96,8 @@ def run(args) -> int:
     from cvxrank.reporting import markdown_table
 
     check_outputs([], [args.data, args.train, args.test, args.folds], folders=[args.out])
+    if args.max_iter is not None:
+        check_option("max-iter", args.max_iter, MAX_ITER)
     if args.out:  # checked now, written after the (maybe long) cross-validation
         _check_out(args.out, args.overwrite)
 
@@ -116,7 +121,8 @@ def run(args) -> int:
     splits, desc = splits_from_args(args)
     result = cross_validate(splits, methods, grids=grids or None, params=params, ks=ks, relevant=args.relevant,
                             select_by=args.select, random_state=args.seed,
-                            progress=False if args.no_progress else None, baseline=baseline)
+                            progress=False if args.no_progress else None, baseline=baseline,
+                            max_iter=args.max_iter)
     result.meta["description"] = f"Data: {desc}. Command: `cvxrank cv ...` (cvxrank.experiments.cv)."
     print(f"cross-validation on {desc}")
     print(markdown_table(result.summary.assign(chosen=result.chosen)))

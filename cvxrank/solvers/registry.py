@@ -98,7 +98,10 @@ class SolverSpec:
         cross-validation, a path or a study ends, as ``"user_limit"`` with its certified gap when
         the cap stopped it; ``verify`` and ``demo`` give it explicitly. A limit on work, so the
         outcome does not depend on the machine's speed. Chosen from measured counts, see
-        ``docs/solvers.md`` ("Work limits" and "Theorem 1, verified").
+        ``docs/solvers.md`` ("Work limits" and "Theorem 1, verified"); for the optional solvers
+        (PIQP, ProxQP, QOCO, CVXOPT, Gurobi, MOSEK) the solver's own documented default cap, now
+        stated and reported. None only for DAQP, which has no iteration option (its active-set
+        method ends on its own).
     work_unit : str
         What :attr:`work_limit` counts: ``"iterations"``, ``"oracle calls"`` (``cutting_plane``) or
         ``"Newton steps"`` (``truncated_newton``, ``newton``); :meth:`work_done` reads it off a result.
@@ -230,16 +233,16 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
                listwise_defaults={"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100_000}, options=_SCS,
                work_limit=10_000),
     SolverSpec("piqp", _C, "proximal interior point (QP)", "piqp", "PIQP",
-               ("eps_abs", "eps_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"), "max_iter"),
+               ("eps_abs", "eps_rel", "eps_duality_gap_abs", "eps_duality_gap_rel"), "max_iter", work_limit=250),
     SolverSpec("proxqp", _C, "proximal augmented Lagrangian (QP)", "proxsuite", "PROXQP", ("eps_abs", "eps_rel"),
-               "max_iter"),
-    SolverSpec("qoco", _C, "interior point (SOCP)", "qoco", "QOCO", ("abstol", "reltol"), "max_iters"),
+               "max_iter", work_limit=10_000),
+    SolverSpec("qoco", _C, "interior point (SOCP)", "qoco", "QOCO", ("abstol", "reltol"), "max_iters", work_limit=200),
     SolverSpec("daqp", _C, "dual active set (QP)", "daqp", "DAQP"),
     SolverSpec("cvxopt", _C, "interior point (conic)", "cvxopt", "CVXOPT", ("abstol", "reltol", "feastol"),
-               "maxiters"),
-    SolverSpec("gurobi", _C, "commercial (QP)", "gurobipy", "GUROBI", (), "BarIterLimit", "TimeLimit"),
+               "maxiters", work_limit=100),
+    SolverSpec("gurobi", _C, "commercial (QP)", "gurobipy", "GUROBI", (), "BarIterLimit", "TimeLimit", work_limit=1_000),
     SolverSpec("mosek", _C, "commercial (conic)", "Mosek", "MOSEK", (), "MSK_IPAR_INTPNT_MAX_ITERATIONS",
-               "MSK_DPAR_OPTIMIZER_MAX_TIME", exp_cone=True),
+               "MSK_DPAR_OPTIMIZER_MAX_TIME", exp_cone=True, work_limit=400),
     SolverSpec("subgradient", _N, "projected subgradient, step 1/(λ(k+1)), weighted average; certified stop",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=False,
                default_tol=1e-4, quick_max_iter=200_000, losses=("hinge",), extensions=frozenset(),
