@@ -304,7 +304,7 @@ def test_cli_on_generated_files(content, good, tmp_path_factory):
     if expected is None or expected[3] > 20:  # fit only small valid-looking files (w has n_features entries)
         return
     code, _, err = run_cli(["fit", data, "--model", str(out / "model.json"), "--solver", "clarabel"])
-    if code != 0:
+    if code not in (0, 3):  # 3: stopped at its work limit, the model written with its certified gap
         assert_clean_failure(code, err, "fit", out)
     else:
         assert os.listdir(out) == ["model.json"]
