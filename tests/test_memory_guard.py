@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -20,7 +22,7 @@ from cvxrank._memory import (
 )
 from cvxrank.certificate import reduced_dual
 from cvxrank.estimators import RankSVM
-from cvxrank.exceptions import CvxrankError, ValidationError
+from cvxrank.exceptions import CvxrankError, InaccurateSolutionWarning, ValidationError
 from cvxrank.formulations import build
 from cvxrank.pairs import make_pairs
 from cvxrank.solvers import solve
@@ -460,3 +462,16 @@ def test_the_messages_name_the_registrys_pair_free_solvers():
         problem = cr.RankingProblem(data, lam=0.1, variant=variant)
         registry = [s.name for s in SOLVERS.values() if s.pairfree and s.accepts(variant)]
         assert problem._pairfree_solvers() == registry, variant
+
+
+def test_gd_fits_where_a_cvxpy_formulation_would_not():
+    """``RankSVM(solver="gd")`` steps on the problem itself (pairs and ``X``), never on a compiled CVXPY
+    hinge form: under a budget the hinge form exceeds (D and its compiled copies), it still fits."""
+    data = cr.make_ranking(n_queries=20, docs_per_query=30, n_features=200, random_state=0)
+    set_memory_budget(8 * 2**20)
+    with pytest.raises(MemoryBudgetError):
+        build(cr.RankingProblem(data, lam=0.1), formulation="hinge")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        model = RankSVM(lam=0.1, solver="gd", max_iter=50).fit(data)
+    assert model.result_.solver == "gd" and np.isfinite(model.coef_).all()

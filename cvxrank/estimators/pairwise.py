@@ -29,7 +29,7 @@ from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS, build, build_hinge
 from cvxrank.pairs import make_pairs
 from cvxrank.problem import RankingProblem
-from cvxrank.solvers import FALLBACK_CHAIN, solve
+from cvxrank.solvers import FALLBACK_CHAIN, NATIVE_SOLVERS, solve
 from cvxrank.solvers.registry import AUTO_PAIRFREE_PAIRS, ITERATION_CAP, SOLVERS, choose_solver, max_iter_options
 from cvxrank.variants import Variant
 
@@ -118,9 +118,10 @@ class _PairwiseRanker(BaseRanker):
         return self._set_fitted(result, data, lam, costs.tau)
 
     def _solve(self, problem: RankingProblem, solver: str, options: dict):
-        """Solve the one problem of this fit; the pair-free solver never forms its pairs."""
+        """Solve the one problem of this fit: a native solver reads the problem itself (the pair-free
+        ones never form its pairs, and none is handed a CVXPY formulation it would not use)."""
         verbose = bool(self.verbose)
-        if solver in PAIRFREE_SOLVERS and self.formulation == "auto":
+        if solver in NATIVE_SOLVERS and self.formulation == "auto":
             return solve(problem, solver, tol=self.tol, verbose=verbose, **options)
         if self.formulation == "hinge" or solver == "gd":
             return solve(build_hinge(problem), solver, tol=self.tol, verbose=verbose, **options)
