@@ -53,6 +53,7 @@ from cvxrank.problem import RankingProblem
 from cvxrank.solution import SolveResult
 from cvxrank.solvers import NATIVE_SOLVERS, available_solvers, solve
 from cvxrank.solvers.registry import SOLVERS, choose_solver
+from cvxrank.variants import Variant
 
 __all__ = ["WARM_START", "PathResult", "PathSolver", "solve_path"]
 
@@ -243,6 +244,8 @@ class PathSolver:
         :class:`~cvxrank.variants.Variant`) states the problem solved; a point with another
         variant than the previous one builds its problem anew (counted in ``n_builds``).
         """
+        if variant is not None and not isinstance(variant, Variant):
+            raise ValidationError(f"variant must be a cvxrank.variants.Variant, got {type(variant).__name__}")
         C, weights, lam = self._costs(C, weights, lam)
         if variant is None:
             variant = self.base.variant
@@ -368,6 +371,9 @@ def _grid(pairs, lams, weights, taus, mus, Cs):
         return [({"lam": lam, "weights": "given"}, None, w, lam) for lam in lams]
     taus = [None] if taus is None else list(taus)
     mus = [None] if mus is None else list(mus)
+    for name, values in (("taus", taus), ("mus", mus)):
+        if not values:
+            raise ValidationError(f"{name} is empty: give at least one value (None for all ones)")
     grid = []
     for tau, mu in itertools.product(taus, mus):
         w = pair_weights(pairs, tau=tau, mu=mu)

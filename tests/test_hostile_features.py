@@ -284,6 +284,22 @@ def test_a_path_solves_each_variant_it_is_given(first, second, formulation):
     assert path.n_builds == 2  # the same variant again: a re-solve, not a rebuild
 
 
+@pytest.mark.parametrize("variant", ["squared_hinge", {"loss": "squared_hinge"}, 1])
+def test_a_path_refuses_a_variant_that_is_not_a_variant(variant):
+    from cvxrank.path import PathSolver
+
+    with pytest.raises(ValidationError, match="variant must be a cvxrank.variants.Variant"):
+        PathSolver(cr.RankingProblem(SMALL), formulation="lifted", solver="clarabel").solve(variant=variant)
+
+
+@pytest.mark.parametrize("grid", [{"taus": []}, {"mus": []}])
+def test_a_path_refuses_an_empty_cost_grid(grid):
+    from cvxrank.path import solve_path
+
+    with pytest.raises(ValidationError, match=f"{next(iter(grid))} is empty"):
+        solve_path(cr.RankingProblem(SMALL), [1.0], formulation="lifted", solver="clarabel", **grid)
+
+
 # ---------------------------------------------------------------------------------------------
 # The pair-free solvers (cutting_plane, truncated_newton) on hostile data, against Clarabel
 # ---------------------------------------------------------------------------------------------
