@@ -139,10 +139,15 @@ def _print_any_file_name():
     written, as an internal error with exit code 1.
     """
     stream = sys.stdout
-    if not isinstance(stream, io.TextIOWrapper) or stream.errors != "strict":
+    if not isinstance(stream, io.TextIOWrapper) or stream.errors != "strict" or stream.closed:
         return lambda: None
     stream.reconfigure(errors="cvxrank-file-names")
-    return lambda: stream.reconfigure(errors="strict")
+
+    def restore():
+        if not stream.closed:
+            stream.reconfigure(errors="strict")
+
+    return restore
 
 
 def _one_line_warning(command: str):
