@@ -16,6 +16,7 @@ import errno
 import json
 import math
 import os
+import re
 import secrets
 import stat
 
@@ -24,6 +25,14 @@ from cvxrank.exceptions import ValidationError
 __all__ = ["OWNER_FILE", "LOCK_FILE", "append_text", "atomic_output", "check_outputs", "claim_folder",
            "discard_folder", "folder_lock", "folder_owner", "frame_to_json", "owning_folder", "plain_json",
            "read_input", "read_pipe", "write_all", "write_atomic", "write_json", "FIFO_WAIT"]
+
+
+#: How text files encode what UTF-8 cannot: a file name that is not UTF-8 (``d\xff.letor``, read by
+#: Python as a lone surrogate) is written as the escape ``\udcff``, so every text file cvxrank writes
+#: is valid UTF-8 and a report naming such a file never fails half-way.
+TEXT_ERRORS = "backslashreplace"
+#: The name of a temporary file cvxrank writes before renaming it into place (:func:`_temporary`).
+_TEMPORARY = re.compile(r"\.cvxrank-[0-9a-f]{12}\.[^/]*")
 
 
 def _umask() -> int:
@@ -111,7 +120,7 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
     if not os.path.isdir(folder):
         raise ValidationError(f"cannot write {path}: folder {folder} does not exist")
     mode = "wb" if binary else "w"
-    kwargs = {} if binary else {"encoding": "utf-8"}
+    kwargs = {} if binary else {"encoding": "utf-8", "errors": TEXT_ERRORS}
     if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
         if want_path:
             yield path
@@ -218,7 +227,7 @@ def write_all(files) -> list[str]:
                 continue  # written through below
             current = path
             tmp, fd = _temporary(folder, ".tmp", made)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            with os.fdopen(fd, "w", encoding="utf-8", errors=TEXT_ERRORS) as fh:
                 fh.write(text)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -230,7 +239,7 @@ def write_all(files) -> list[str]:
         for path, target, _, text in plan:
             if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
                 current = path
-                with open(target, "w", encoding="utf-8") as fh:
+                with open(target, "w", encoding="utf-8", errors=TEXT_ERRORS) as fh:
                     fh.write(text)
     except OSError as exc:
         _naming(exc, current)
@@ -296,6 +305,8 @@ def check_outputs(outputs, inputs=(), *, folders=(), own=None) -> None:
                 raise ValidationError(f"refusing to write {out}: it is the input {inp} (an output never "
                                       "replaces an input; choose another path)")
         _check_not_owned(out, mine)
+        if os.path.isdir(folder) and not (os.path.exists(out) and not stat.S_ISREG(os.stat(out).st_mode)):
+            _check_writable(folder, out)
         key = os.path.realpath(out)
         if key in seen and not (os.path.exists(out) and not stat.S_ISREG(os.stat(out).st_mode)):
             raise ValidationError(f"{seen[key]} and {out} are the same output file; choose two paths")
@@ -306,12 +317,28 @@ def check_outputs(outputs, inputs=(), *, folders=(), own=None) -> None:
         parent = os.path.dirname(os.path.abspath(folder))
         if not os.path.isdir(parent):
             raise ValidationError(f"cannot write into {folder}: folder {parent} does not exist")
+        _check_writable(folder if os.path.isdir(folder) else parent, folder)
         real = os.path.realpath(folder)
         for inp in ins:
             r = os.path.realpath(inp)
             if r == real or (os.path.isfile(inp) and os.path.dirname(r) == real
                              and os.path.basename(r) in _FOLDER_FILES):
                 raise ValidationError(f"refusing to write into {folder}: the input {inp} would be replaced")
+
+
+def _check_writable(folder: str, out: str) -> None:
+    """Refuse ``out`` unless a file can be created in ``folder``: tried by creating and removing one
+    (``os.access`` says yes to root whatever the mode, and knows nothing of read-only mounts)."""
+    made: list = []
+    try:
+        _, fd = _temporary(folder, ".probe", made)
+        os.close(fd)
+    except OSError as exc:
+        raise ValidationError(f"cannot write {out}: {exc.strerror or exc} in {folder}") from None
+    finally:  # removed whatever comes, an interrupt too
+        for tmp in made:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _shown(path: str) -> str:
@@ -408,7 +435,7 @@ def append_text(path, text: str) -> None:
     """Append ``text`` to ``path`` in one ``write``, flushed to disk; a failed write (a full disk) names the file."""
     path = os.fspath(path)
     try:
-        with open(path, "a", encoding="utf-8") as fh:
+        with open(path, "a", encoding="utf-8", errors=TEXT_ERRORS) as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -462,7 +489,9 @@ def claim_folder(folder, command: str, *, overwrite: bool = False, create: bool 
         raise ValidationError(f"cannot write into {folder}: it is a file, not a folder")
     if os.path.isdir(folder) and not overwrite:
         owner = folder_owner(folder)
-        others = [n for n in os.listdir(folder) if n not in (OWNER_FILE, LOCK_FILE)]
+        # Another command's temporary file (its owner mark an instant before its rename) is cvxrank's too:
+        # the folder lock, not this check, settles which of two commands writes.
+        others = [n for n in os.listdir(folder) if n not in (OWNER_FILE, LOCK_FILE) and not _TEMPORARY.fullmatch(n)]
         if owner is None and others:
             raise ValidationError(f"{folder} holds files not written by cvxrank ({', '.join(sorted(others)[:3])}"
                                   f"{', ...' if len(others) > 3 else ''}); choose an empty or new folder, or pass "

@@ -662,10 +662,6 @@ def test_outputs_into_a_read_only_folder_are_refused_in_one_line(read_only, smal
         assert str(read_only) in err
 
 
-@pytest.mark.xfail(strict=True, reason="fit and verify do the whole work, then fail on their temporary file "
-                                       "(.cvxrank-*.tmp, a name the user never gave); cvxrank/_io.py check_outputs "
-                                       "should try the folder first (create and remove a file: os.access is true "
-                                       "for root)")
 @pytest.mark.parametrize("command", ["fit", "verify"])
 def test_a_read_only_output_folder_is_refused_before_the_work(command, read_only, small_letor):
     argv = {"fit": ["fit", small_letor, "--model", str(read_only / "m.json")],
@@ -729,9 +725,6 @@ def test_a_file_name_that_is_not_utf8_is_printed_as_its_bytes(small_letor, tmp_p
     assert stdout.errors == "strict"  # restored after the command
 
 
-@pytest.mark.xfail(strict=True, reason="cv writes the data's name into report.md and results.json with strict "
-                                       "UTF-8: UnicodeEncodeError, reported as an internal error "
-                                       "(cvxrank/_io.py write_all; compare: append_text)")
 def test_cv_on_data_whose_name_is_not_utf8(small_letor, tmp_path):
     data = tmp_path / os.fsdecode(b"d\xff.letor")
     data.write_bytes(Path(small_letor).read_bytes())
@@ -741,9 +734,6 @@ def test_cv_on_data_whose_name_is_not_utf8(small_letor, tmp_path):
     assert (tmp_path / "cv" / "results.csv").is_file()
 
 
-@pytest.mark.xfail(strict=True, reason="a second cv that looks while the first writes its ownership mark sees only "
-                                       "the first's .cvxrank-*.tmp and calls it a file 'not written by cvxrank' "
-                                       "(cvxrank/_io.py claim_folder; 2 of 8 concurrent pairs)")
 def test_a_concurrent_commands_temporary_file_is_not_called_a_users_file(tmp_path):
     folder = tmp_path / "cvout"
     folder.mkdir()
