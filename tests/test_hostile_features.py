@@ -179,8 +179,6 @@ def test_constraints_are_honoured_and_certified(constraints, check):
     assert res.certificate.kind.startswith("Lagrangian dual")
 
 
-@pytest.mark.xfail(strict=True, reason="a non-DCP or NaN user constraint escapes as CVXPY's DCPError or "
-                                       "ValueError, not a ValidationError (formulations/primal.py user_constraints)")
 @pytest.mark.parametrize("constraints", [lambda w: [cp.square(w[0]) >= 1], lambda w: [w[0] >= np.nan]],  # noqa: PLW0177 (a CVXPY constraint)
                          ids=["not-convex", "nan"])
 def test_a_constraint_that_cannot_be_solved_is_a_validation_error(constraints):

@@ -35,7 +35,19 @@ def user_constraints(ranking, w) -> list:
     made = list(made) if isinstance(made, (list, tuple)) else [made]
     if not all(isinstance(c, cp.constraints.constraint.Constraint) for c in made):
         raise ValidationError("constraints(w) must return CVXPY constraints on w")
+    for c in made:
+        if not c.is_dcp():
+            raise ValidationError(f"the constraint {_short(c)} is not convex under CVXPY's rules (DCP): it cannot "
+                                  "be solved or certified; state a convex set (e.g. cp.norm(w) <= 1, A @ w <= b)")
+        if any(not np.all(np.isfinite(np.asarray(k.value, dtype=np.float64))) for k in c.constants()):
+            raise ValidationError(f"the constraint {_short(c)} holds a NaN or infinite number")
     return made
+
+
+def _short(constraint) -> str:
+    """A constraint as text, abbreviated (a constant array would print in full)."""
+    text = str(constraint)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable, squared: bool = False):
