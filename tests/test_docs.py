@@ -49,6 +49,15 @@ def test_every_page_and_example_the_build_reads_is_there():
         assert "Teaches:" in "\n".join(path.read_text().splitlines()[:15]), path.name
 
 
+def test_every_test_the_reliability_page_names_exists():
+    """Fast: docs/reliability.md says which test covers each class of bad input; each named test is there."""
+    doc = (ROOT / "docs" / "reliability.md").read_text()
+    names = set(re.findall(r"(?<![\w/])(test_[a-z0-9_]+)(?=[`\[\s,])", doc))
+    source = "\n".join(p.read_text() for p in (ROOT / "tests").glob("*.py"))
+    missing = sorted(n for n in names if f"def {n}(" not in source and not (ROOT / "tests" / f"{n}.py").exists())
+    assert len(names) > 40 and not missing, missing
+
+
 def page(site, name) -> str:
     return (site / name / "index.html").read_text()
 
