@@ -1,6 +1,7 @@
 """Plots: the papers' figures and the general-purpose ranking plots (Agg, no display)."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -12,13 +13,16 @@ from cvxrank.datasets import make_ecml_simulation
 from cvxrank.exceptions import ValidationError
 from cvxrank.experiments import PAPER_ECML, run_ecml_simulation
 from cvxrank.plots import (
+    interactive_backend,
     new_axes,
+    plot_fold_metrics,
     plot_metric_table,
     plot_ndcg_at_n,
     plot_ndcg_curve,
     plot_simulation_data,
     plot_weighted_hinge,
     save_figure,
+    save_figures,
 )
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -132,6 +136,11 @@ def test_weighted_hinge_lines_have_the_given_slopes():
     assert ax.get_ylabel() == "loss"
 
 
+def test_weighted_hinge_legend_writes_three_significant_digits():
+    ax = plot_weighted_hinge((1.48661, 0.0123456, 25.0))
+    assert [line.get_label() for line in ax.lines] == ["τ·μ = 1.49", "τ·μ = 0.0123", "τ·μ = 25"]
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"slopes": (1.0, -2.0)}, "positive"),
     ({"slopes": ()}, "non-empty"),
@@ -179,6 +188,27 @@ def test_ndcg_curve_from_a_dataframe_sorts_k():
     assert [line.get_label() for line in ax.lines] == ["method A", "B"]
     assert ax.lines[0].get_xdata().tolist() == [1, 5, 10]
     assert ax.lines[0].get_ydata().tolist() == [0.5, 0.6, 0.7]
+
+
+def _bar_ends(ax):
+    """The x-extent of each ± bar of an Axes drawn by plot_fold_metrics (its LineCollections)."""
+    return [(float(seg[:, 0].min()), float(seg[:, 0].max()))
+            for c in ax.collections for seg in c.get_segments()]
+
+
+def test_fold_metric_bars_stay_in_the_metrics_range():
+    # A: folds 0.7, 1, 1, 1: mean 0.925, sd 0.15, so mean + sd = 1.075 lies past NDCG's maximum 1.
+    # B: folds 0, 0.3: mean 0.15, sd 0.212, so mean - sd = -0.062 lies below its minimum 0.
+    df = pd.DataFrame({"method": ["A"] * 4 + ["B"] * 2, "fold": [1, 2, 3, 4, 1, 2],
+                       "ndcg@1": [0.7, 1.0, 1.0, 1.0, 0.0, 0.3]})
+    ax = plot_fold_metrics(df).axes[0]
+    (a_lo, a_hi), (b_lo, b_hi) = _bar_ends(ax)
+    assert a_hi == 1.0 and a_lo == pytest.approx(0.925 - 0.15)
+    assert b_lo == 0.0 and b_hi == pytest.approx(0.15 + np.std([0.0, 0.3], ddof=1))
+    (a_lo, a_hi), (b_lo, b_hi) = _bar_ends(plot_fold_metrics(df, value_range=None).axes[0])
+    assert a_hi == pytest.approx(1.075) and b_lo == pytest.approx(0.15 - np.std([0.0, 0.3], ddof=1))
+    with pytest.raises(ValidationError, match="lo < hi"):
+        plot_fold_metrics(df, value_range=(1.0, 0.0))
 
 
 @pytest.mark.parametrize("bad", [{}, {"A": {}}, {"A": {"x": 1.0}}, [1, 2]])
@@ -245,6 +275,55 @@ def test_save_figure_rejects_bad_paths(tmp_path, name, match):
         save_figure(plot_weighted_hinge(), tmp_path / name)
     with pytest.raises(ValidationError, match="Figure or Axes"):
         save_figure("nope", tmp_path / "a.png")
+
+
+def test_save_figures_writes_png_and_a_vector_file_into_a_new_folder(tmp_path):
+    out = tmp_path / "figures"  # created: its parent exists
+    fig = plot_weighted_hinge().figure
+    paths = save_figures({"hinge": fig, "curve": plot_ndcg_curve({"A": {1: 0.5, 5: 0.6}})}, out)
+    assert [os.path.basename(p) for p in paths] == ["hinge.png", "hinge.pdf", "curve.png", "curve.pdf"]
+    assert (out / "hinge.png").read_bytes().startswith(PNG_MAGIC)
+    assert (out / "hinge.pdf").read_bytes().startswith(b"%PDF-")
+    assert sorted(os.listdir(out)) == ["curve.pdf", "curve.png", "hinge.pdf", "hinge.png"]
+    first = (out / "hinge.pdf").read_bytes()
+    save_figures({"hinge": fig}, out)  # no creation date: the same figure, the same bytes
+    assert (out / "hinge.pdf").read_bytes() == first
+    svg = save_figures({"hinge": fig}, out, formats=("png", "svg"))
+    assert (out / "hinge.svg").read_text().lstrip().startswith("<?xml") and len(svg) == 2
+
+
+def test_save_figures_default_folder_is_new_and_temporary():
+    import tempfile
+
+    a, b = save_figures({"h": plot_weighted_hinge()}), save_figures({"h": plot_weighted_hinge()})
+    folders = {os.path.dirname(p) for p in a + b}
+    assert len(folders) == 2  # a new folder each time: nothing on disk is overwritten
+    for folder in folders:
+        assert os.path.dirname(folder) == tempfile.gettempdir() and "cvxrank-figures-" in folder
+        assert sorted(os.listdir(folder)) == ["h.pdf", "h.png"]
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("figures, kwargs, match", [
+    ({}, {}, "non-empty mapping"),
+    ({"../h": None}, {}, "plain file stem"),
+    ({"h.png": None}, {}, "plain file stem"),
+    ({"h": None}, {"formats": ("png",)}, "vector format"),
+    ({"h": None}, {"folder": "/nonexistent-parent/figures"}, "does not exist"),
+])
+def test_save_figures_rejects_bad_input(figures, kwargs, match):
+    figures = {name: plot_weighted_hinge() for name in figures}
+    with pytest.raises(ValidationError, match=match):
+        save_figures(figures, **kwargs)
+
+
+def test_interactive_backend_only_for_backends_that_show(monkeypatch):
+    import matplotlib
+
+    for backend, shows in [("agg", False), ("pdf", False), ("svg", False), ("TkAgg", True), ("QtAgg", True),
+                           ("module://matplotlib_inline.backend_inline", True)]:
+        monkeypatch.setattr(matplotlib, "get_backend", lambda backend=backend: backend)
+        assert interactive_backend() is shows, backend
 
 
 def test_matplotlib_is_lazy_and_pyplot_never_used():

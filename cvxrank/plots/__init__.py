@@ -2,8 +2,9 @@
 
 Every function takes an optional ``ax``, draws on it (or on a new stand-alone
 Figure) and returns the Axes; :func:`save_figure` writes a Figure or Axes to a
-file atomically. matplotlib is imported only when a plot is drawn. Every figure gets the one look
-of :mod:`cvxrank._style`.
+file atomically, :func:`save_figures` several figures as PNG and a vector format
+(PDF or SVG) into one folder. matplotlib is imported only when a plot is drawn.
+Every figure gets the one look of :mod:`cvxrank._style`.
 
 - :func:`plot_simulation_data`: Fig. 2 of ECML 2006, simulated data and ranking directions
 - :func:`plot_ndcg_at_n`: Fig. 3 of ECML 2006, NDCG@N of both methods
@@ -15,15 +16,20 @@ of :mod:`cvxrank._style`.
 
 from cvxrank.plots.hinge import plot_weighted_hinge
 from cvxrank.plots.ranking import (
+    VECTOR_FORMATS,
+    interactive_backend,
     new_axes,
     plot_fold_metrics,
     plot_metric_table,
     plot_ndcg_curve,
     save_figure,
+    save_figures,
 )
 from cvxrank.plots.simulation import plot_ndcg_at_n, plot_simulation_data
 
 __all__ = [
+    "VECTOR_FORMATS",
+    "interactive_backend",
     "new_axes",
     "plot_fold_metrics",
     "plot_metric_table",
@@ -32,4 +38,5 @@ __all__ = [
     "plot_simulation_data",
     "plot_weighted_hinge",
     "save_figure",
+    "save_figures",
 ]

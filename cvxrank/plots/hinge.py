@@ -24,7 +24,7 @@ def plot_weighted_hinge(slopes=DEFAULT_SLOPES, ax=None, *, z_range=(-2.0, 2.0), 
     Parameters
     ----------
     slopes : sequence of positive float, default (0.5, 1, 2, 3)
-        The values of ``τ·μ``, one line each.
+        The values of ``τ·μ``, one line each; the legend writes them to 3 significant digits.
     ax : matplotlib Axes, optional
     z_range : (float, float), default (-2, 2)
         Range of the margin ``z`` on the x-axis; must contain 1.
@@ -65,7 +65,7 @@ def plot_weighted_hinge(slopes=DEFAULT_SLOPES, ax=None, *, z_range=(-2.0, 2.0), 
             ax.plot(z, loss, "-", color="black", linewidth=2.2, label="τ·μ = 1 (Ranking SVM)")
         else:
             ax.plot(z, loss, linestyle=dashes[others % len(dashes)], color=f"C{others}", linewidth=1.6,
-                    label=f"τ·μ = {slope:g}")
+                    label=f"τ·μ = {slope:.3g}")
             others += 1
     ax.set_xlabel("z · f(x⁽¹⁾ − x⁽²⁾)")
     ax.set_ylabel("loss")

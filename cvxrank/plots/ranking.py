@@ -19,7 +19,14 @@ import pandas as pd
 from cvxrank._io import atomic_output
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["new_axes", "plot_fold_metrics", "plot_metric_table", "plot_ndcg_curve", "save_figure"]
+__all__ = ["VECTOR_FORMATS", "interactive_backend", "new_axes", "plot_fold_metrics", "plot_metric_table",
+           "plot_ndcg_curve", "save_figure", "save_figures"]
+
+#: The vector formats :func:`save_figures` can write beside the PNG (scalable for papers and slides).
+VECTOR_FORMATS = ("pdf", "svg")
+
+#: matplotlib's built-in backends that draw into files only (they cannot show a window).
+_NON_INTERACTIVE = frozenset({"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"})
 
 
 def new_axes(ax=None, figsize=(6.0, 4.0)):
@@ -74,9 +81,89 @@ def save_figure(fig, path, *, dpi: int | None = None) -> str:
         raise ValidationError(f"cannot write {path}: the extension must be one of {', '.join(sorted(formats))}")
     from cvxrank._style import DPI
 
+    # no creation date in the vector files: the same figure gives the same bytes on every run
+    metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt)
     with atomic_output(path, suffix=f".{fmt}", want_path=True) as target:
-        fig.savefig(target, format=fmt, dpi=dpi or DPI)
+        fig.savefig(target, format=fmt, dpi=dpi or DPI, metadata=metadata)
     return path
+
+
+def save_figures(figures, folder=None, *, formats=("png", "pdf"), dpi: int | None = None) -> list[str]:
+    """Write figures as PNG and a vector format (PDF or SVG) into one folder.
+
+    Each figure ``name`` becomes ``folder/name.png`` and ``folder/name.pdf`` (one file per
+    format), each written atomically by :func:`save_figure`. The PNG is for screens and web
+    pages (:data:`cvxrank._style.DPI` dots per inch); the vector file scales without blur in a
+    paper or on a slide.
+
+    Parameters
+    ----------
+    figures : mapping of str to Figure or Axes
+        ``{name: figure}``; a name is a plain file stem (no folder, no extension).
+    folder : path-like, optional
+        The output folder, created when missing (its parent must exist). Default: a new
+        temporary folder (:func:`tempfile.mkdtemp`, prefix ``cvxrank-figures-``), so nothing
+        already on disk is ever overwritten.
+    formats : sequence of str, default ("png", "pdf")
+        File formats, each one matplotlib writes; at least one of :data:`VECTOR_FORMATS`
+        (``"pdf"``, ``"svg"``).
+    dpi : int, optional
+        Resolution of the raster files (default :data:`cvxrank._style.DPI`).
+
+    Returns
+    -------
+    list of str
+        The paths written, figure by figure, in the order of ``formats``.
+
+    Raises
+    ------
+    ValidationError
+        When ``figures`` is not a non-empty mapping, a name is not a plain file stem, the formats
+        hold no vector format, or the folder's parent does not exist.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from cvxrank.plots import plot_weighted_hinge
+    >>> paths = save_figures({"hinge": plot_weighted_hinge()}, tempfile.mkdtemp())
+    >>> [os.path.basename(p) for p in paths]
+    ['hinge.png', 'hinge.pdf']
+    """
+    import tempfile
+
+    if not isinstance(figures, Mapping) or not figures:
+        raise ValidationError("figures must be a non-empty mapping {name: Figure or Axes}")
+    formats = [formats] if isinstance(formats, str) else [str(f).lower().lstrip(".") for f in formats]
+    if not any(f in VECTOR_FORMATS for f in formats):
+        raise ValidationError(f"formats must hold a vector format ({' or '.join(VECTOR_FORMATS)}), got {formats!r}")
+    for name in figures:
+        if (not isinstance(name, str) or not name or name in (".", "..") or os.sep in name or "/" in name
+                or os.path.splitext(name)[1]):
+            raise ValidationError(f"a figure's name must be a plain file stem such as 'hinge', got {name!r}")
+    if folder is None:
+        folder = tempfile.mkdtemp(prefix="cvxrank-figures-")
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        parent = os.path.dirname(os.path.abspath(folder))
+        if not os.path.isdir(parent):
+            raise ValidationError(f"cannot create {folder}: folder {parent} does not exist")
+        os.makedirs(folder, exist_ok=True)
+    return [save_figure(fig, os.path.join(folder, f"{name}.{fmt}"), dpi=dpi)
+            for name, fig in figures.items() for fmt in formats]
+
+
+def interactive_backend() -> bool:
+    """Whether matplotlib's current backend shows windows (so ``pyplot.show()`` is worth calling).
+
+    False for the backends that only write files (``agg``, ``pdf``, ``svg``, ... : a script run
+    by the docs gallery, by the tests or over SSH without a display); True for the GUI backends
+    (``tkagg``, ``qtagg``, ``macosx``, ...) and a notebook's. Asking resolves matplotlib's
+    automatic backend choice, which imports ``matplotlib.pyplot``: call it from scripts that
+    use pyplot, not from library code.
+    """
+    import matplotlib
+
+    return matplotlib.get_backend().lower() not in _NON_INTERACTIVE
 
 
 def _numeric_frame(df, what: str) -> pd.DataFrame:
@@ -155,10 +242,14 @@ def plot_metric_table(df, metric=None, ax=None, *, title: str | None = None, lab
     return ax
 
 
-def plot_fold_metrics(per_fold, metrics=None, *, title: str | None = None):
+def plot_fold_metrics(per_fold, metrics=None, *, title: str | None = None, value_range=(0.0, 1.0)):
     """Cross-validation results for a paper: one panel per metric, methods down the side, each fold's
     value as a small point and the mean over folds with its spread (± one standard deviation over
     folds) as a bar; each panel's axis is zoomed to its data, so differences of 0.003-0.05 show.
+
+    The bar of a method with mean ``m`` and standard deviation ``s`` runs over
+    ``[max(m − s, lo), min(m + s, hi)]``: a metric cannot leave its range ``[lo, hi]``
+    (``[0, 1]`` for NDCG@k, MAP and P@k), so neither does its bar.
 
     Parameters
     ----------
@@ -168,6 +259,8 @@ def plot_fold_metrics(per_fold, metrics=None, *, title: str | None = None):
     metrics : list of str, optional
         The panels, in order (default every numeric column).
     title : str, optional
+    value_range : (float, float) or None, default (0, 1)
+        The range ``[lo, hi]`` of every metric; the ± bars are clipped to it. None: no clipping.
 
     Returns
     -------
@@ -191,6 +284,15 @@ def plot_fold_metrics(per_fold, metrics=None, *, title: str | None = None):
     unknown = [m for m in metrics if m not in df.columns]
     if unknown or not metrics:
         raise ValidationError(f"unknown metric {unknown or metrics!r}; per_fold has {', '.join(map(str, df.columns))}")
+    if value_range is None:
+        lo_range, hi_range = -np.inf, np.inf
+    else:
+        try:
+            lo_range, hi_range = (float(v) for v in value_range)
+        except (TypeError, ValueError):
+            raise ValidationError(f"value_range must be two numbers (lo, hi) or None, got {value_range!r}") from None
+        if not lo_range < hi_range:
+            raise ValidationError(f"value_range must have lo < hi, got {value_range!r}")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -213,10 +315,11 @@ def plot_fold_metrics(per_fold, metrics=None, *, title: str | None = None):
                 values = df.loc[df["method"] == method, metric].to_numpy(dtype=float)
                 ax.plot(values, np.full(values.shape, yi), "o", ms=3, color="0.55", alpha=0.8, zorder=2)
                 mean, spread = values.mean(), values.std(ddof=1) if values.size > 1 else 0.0
-                ax.errorbar(mean, yi, xerr=spread, fmt="D", ms=5, color=f"C{methods.index(method)}", capsize=3,
-                            lw=1.4, zorder=3)
-                lo = min(lo, np.nanmin(values), mean - spread)
-                hi = max(hi, np.nanmax(values), mean + spread)
+                left, right = max(mean - spread, lo_range), min(mean + spread, hi_range)  # the metric's range
+                ax.errorbar(mean, yi, xerr=[[mean - left], [right - mean]], fmt="D", ms=5,
+                            color=f"C{methods.index(method)}", capsize=3, lw=1.4, zorder=3)
+                lo = min(lo, np.nanmin(values), left)
+                hi = max(hi, np.nanmax(values), right)
             pad = max(0.06 * (hi - lo), 0.005)
             ax.set_xlim(lo - pad, hi + pad)
             ax.set_title(str(metric))
