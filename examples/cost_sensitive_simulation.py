@@ -9,12 +9,17 @@ Ranking SVM weighs the many r2-r1 pairs as much as the few r3 pairs and ranks mo
 second coordinate; penalising r3-r1 and r3-r2 errors more (and r2-r1 less) turns the ranking
 direction towards the first coordinate, which puts r3 documents on top. A smaller sample than
 the paper's (500/100/50 documents) keeps this example quick; `cvxrank simulate` runs the paper's.
+
+The figure is saved as PNG and PDF into the folder named by the environment variable
+`CVXRANK_FIGURES` (default: a new temporary folder), and shown when matplotlib can show windows.
 """
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 
 import cvxrank as cr
-from cvxrank.plots import plot_simulation_data
+from cvxrank.plots import interactive_backend, plot_simulation_data, save_figures
 from cvxrank.estimators import CostSensitiveRankSVM, RankSVM
 from cvxrank.metrics import ndcg_score
 
@@ -38,3 +43,10 @@ print("The cost-sensitive direction is closer to the first axis (smaller angle),
 # plot functions draw on the Axes they are given (or on a stand-alone figure of their own).
 fig, ax = plt.subplots(figsize=(6.0, 5.5), layout="constrained")
 plot_simulation_data(data, w=directions, ax=ax, title="ranking directions on the ECML 2006 simulation")
+
+# %%
+# The figure goes to PNG and PDF in its own folder; it is shown only when the backend can show a window.
+paths = save_figures({"cost_sensitive_simulation": fig}, os.environ.get("CVXRANK_FIGURES"))
+print("figure saved:", ", ".join(os.path.basename(p) for p in paths), "in", os.path.dirname(paths[0]))
+if interactive_backend():
+    plt.show()

@@ -8,12 +8,17 @@ The weighted hinge problem (9),
 $\min_w \sum_i \tau_{k(i)} \mu_{q(i)} [1 - \langle w, d_i \rangle]_+ + \lambda \|w\|^2$, and the QP (14),
 $\min \frac12 \|w\|^2 + \sum_i C_i \xi_i$ s.t. $\langle w, d_i \rangle \ge 1 - \xi_i$, $\xi \ge 0$, have the same
 minimiser when $C_i = \tau_{k(i)} \mu_{q(i)} / (2 \lambda)$, and $L(w) = 2 \lambda M(w)$ at every $w$.
+
+The figure is saved as PNG and PDF into the folder named by the environment variable
+`CVXRANK_FIGURES` (default: a new temporary folder), and shown when matplotlib can show windows.
 """
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 
 import cvxrank as cr
-from cvxrank.plots import plot_weighted_hinge
+from cvxrank.plots import interactive_backend, plot_weighted_hinge, save_figures
 
 data = cr.make_ranking(n_queries=6, docs_per_query=(4, 9), n_features=3, random_state=1)
 pairs = cr.make_pairs(data)
@@ -68,3 +73,13 @@ right.plot(t, [cr.hinge_objective(pairs, w, weights, lam) for w in line], lw=3, 
 right.plot(t, [2 * lam * cr.qp_objective(pairs, w, C) for w in line], "k--", label="2 lambda M(w*+tv), (14)")
 right.set(xlabel="t", ylabel="objective", title="L = 2 lambda M along a line through w*")
 right.legend(frameon=False)
+
+# %%
+# ## Saving and showing the figure
+# `save_figures` writes it as PNG (for screens) and PDF (for papers and slides) into a new temporary
+# folder, or into the folder `CVXRANK_FIGURES` names; `plt.show()` runs only when the backend can
+# show a window (not in the docs build, the tests or a session without a display).
+paths = save_figures({"theorem1_by_hand": fig}, os.environ.get("CVXRANK_FIGURES"))
+print("figure saved:", ", ".join(os.path.basename(p) for p in paths), "in", os.path.dirname(paths[0]))
+if interactive_backend():
+    plt.show()
