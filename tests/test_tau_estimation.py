@@ -76,6 +76,31 @@ def test_hand_example_and_use_as_tau():
     assert pair_weights(pairs, tau=floored).tolist() == pytest.approx([2 / 3, 1.0, 1.0, 0.1, 0.1])
 
 
+def test_average_over_queries_with_both_grades_or_over_all_queries():
+    # q1: grades 2,1,0,0 (drops by hand: (2,1) 2/3, (2,0) 1, (1,0) 0, the top never moves);
+    # q2: grades 1,0 (its top is the one grade-1 document: (1,0) drop 1 - (2^0-1)/(2^1-1) = 1);
+    # q3: grades 0,0 (no grade pair at all). Three queries in all.
+    data = RankingData(np.zeros((8, 1)), [2, 1, 0, 0, 1, 0, 0, 0], [1, 1, 1, 1, 2, 2, 3, 3])
+    both = estimate_tau(data, T=None)
+    assert both.attrs == {"average": "queries_with_both", "n_queries_total": 3}
+    assert {(r.higher, r.lower): (r.tau, r.n_queries) for r in both.itertuples()} == {
+        (1, 0): (pytest.approx(0.5), 2),       # (0 + 1) / 2 queries with grades 1 and 0
+        (2, 0): (pytest.approx(1.0), 1),       # 1 / 1
+        (2, 1): (pytest.approx(2 / 3), 1)}     # (2/3) / 1
+    every = estimate_tau(data, T=None, average="all_queries")
+    assert every.attrs["average"] == "all_queries"
+    assert {(r.higher, r.lower): (r.tau, r.n_queries) for r in every.itertuples()} == {
+        (1, 0): (pytest.approx(1 / 3), 2),     # (0 + 1 + 0) / 3: q3 adds a drop of 0
+        (2, 0): (pytest.approx(1 / 3), 1),     # (1 + 0 + 0) / 3
+        (2, 1): (pytest.approx(2 / 9), 1)}     # (2/3 + 0 + 0) / 3
+    # with swaps drawn, the two differ by the factor |Q_ab| / |Q| on the same draws
+    a = estimate_tau(data, T=50, random_state=3)
+    b = estimate_tau(data, T=50, random_state=3, average="all_queries")
+    np.testing.assert_allclose(b["tau"], a["tau"] * a["n_queries"] / 3, rtol=1e-15)
+    with pytest.raises(ValidationError, match="average must be one of"):
+        estimate_tau(data, average="queries")
+
+
 def test_bad_input():
     with pytest.raises(ValidationError, match="takes RankingData"):
         estimate_tau(np.eye(3))
