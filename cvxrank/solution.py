@@ -317,6 +317,110 @@ class SolveResult:
             "certify_time": self.certify_time,
         }
 
+    def support_summary(self, problem, *, tol: float = 1e-6, bins=10) -> dict:
+        r"""The pairs by their place in Theorem 1's box and by their margin: dual and primal side by side.
+
+        With the pair margins :math:`m_i = z_i \langle w, d_i \rangle` at this result's ``w`` and the
+        certificate's dual point :math:`\alpha` in the box :math:`0 \le \alpha_i \le C_i`,
+        :math:`C_i = \tau_{k(i)} \mu_{q(i)} / (2\lambda)` (Theorem 1 and (18)-(19) of Cao et al.,
+        SIGIR 2006), complementary slackness at the optimum reads
+
+        .. math::
+
+            \alpha_i = 0 \Rightarrow m_i \ge 1, \qquad
+            0 < \alpha_i < C_i \Rightarrow m_i = 1, \qquad
+            \alpha_i = C_i \Rightarrow m_i \le 1 ,
+
+        equivalently :math:`m_i > 1 \Rightarrow \alpha_i = 0` and :math:`m_i < 1 \Rightarrow
+        \alpha_i = C_i`; a pair exactly on the margin (:math:`m_i = 1`) may have any
+        :math:`\alpha_i` in :math:`[0, C_i]`. Its ``table`` counts the pairs in each cell, so the
+        implications can be read off: only the cells they allow hold pairs, up to ``tol``.
+
+        Parameters
+        ----------
+        problem : RankingProblem or Formulation
+            The problem this result solves (its pairs and costs ``C``; a Formulation gives its
+            :attr:`~cvxrank.formulations.base.Formulation.ranking`). The papers' problem: hinge
+            loss, margin 1.
+        tol : float, default 1e-6
+            The tolerance of every comparison: :math:`\alpha_i \le \mathrm{tol} \cdot C_i` counts as
+            :math:`\alpha_i = 0`, :math:`\alpha_i \ge (1 - \mathrm{tol}) C_i` as :math:`\alpha_i = C_i`
+            (between them, :math:`0 < \alpha_i < C_i`); :math:`|m_i - 1| \le \mathrm{tol}` counts as on
+            the margin.
+        bins : int or sequence of float, default 10
+            The bins of the margin histogram (:func:`numpy.histogram`): a number of equal bins
+            over the margins' range, or the bin edges.
+
+        Returns
+        -------
+        dict
+            ``"tol"``, ``"n_pairs"`` (ℓ);
+            ``"alpha"``: ``{"zero", "between", "at_C"}`` counts;
+            ``"margin"``: ``{"below", "at", "above"}`` counts (:math:`m_i < 1 - \mathrm{tol}`,
+            :math:`|m_i - 1| \le \mathrm{tol}`, :math:`m_i > 1 + \mathrm{tol}`);
+            ``"table"``: a pandas.DataFrame of shape (3, 3), the pair counts with rows
+            ``alpha = 0``, ``0 < alpha < C``, ``alpha = C`` and columns ``margin < 1``,
+            ``margin = 1``, ``margin > 1``;
+            ``"violations"``: the pairs in the cells complementary slackness excludes
+            (:math:`\alpha_i = 0` below the margin, :math:`0 < \alpha_i < C_i` off it,
+            :math:`\alpha_i = C_i` above it), 0 at an exact optimum;
+            ``"histogram"``: ``(counts, edges)`` of :func:`numpy.histogram` of the margins, arrays
+            of shapes ``(n_bins,)`` and ``(n_bins + 1,)``.
+
+        Raises
+        ------
+        ValidationError
+            When the result has no dual point (a certificate that needed no pairs, such as the
+            cutting-plane bound: solve with a CVXPY solver), ``problem`` is not the problem solved
+            (another number of pairs or features) or is a variant, or ``tol`` is not in [0, 1).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import cvxrank as cr
+        >>> data = cr.RankingData(np.array([[3.0, 1.0], [2.0, 2.0], [0.5, 0.0], [1.0, 3.0], [0.0, 1.0]]),
+        ...                       y=[2, 1, 0, 1, 0], qid=[1, 1, 1, 2, 2])
+        >>> problem = cr.RankingProblem(data, tau={(2, 1): 1.0, (2, 0): 2.0, (1, 0): 0.5}, mu="balanced", lam=2.0)
+        >>> s = cr.solve(cr.build_dual(problem), "clarabel").support_summary(problem, tol=1e-5)
+        >>> s["alpha"], s["margin"], s["violations"]
+        ({'zero': 2, 'between': 1, 'at_C': 1}, {'below': 1, 'at': 1, 'above': 2}, 0)
+        """
+        import pandas as pd
+
+        ranking = getattr(problem, "ranking", problem)
+        if not isinstance(ranking, RankingProblem):
+            raise ValidationError(f"support_summary takes the RankingProblem (or Formulation) solved, got "
+                                  f"{type(problem).__name__}")
+        if not ranking.variant.is_default:
+            raise ValidationError("support_summary reads the papers' problem (hinge loss, margin 1), not a variant")
+        if not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 <= tol < 1):
+            raise ValidationError(f"tol must be a number in [0, 1), got {tol!r}")
+        if self.alpha is None:
+            raise ValidationError(f"this result's certificate ({self.certificate.kind}) has no dual point alpha; "
+                                  "solve with a CVXPY solver (clarabel, ecos, ...) for one")
+        alpha = np.asarray(self.alpha, dtype=np.float64)
+        if alpha.shape != (ranking.n_pairs,) or self.w.shape != (ranking.n_features,):
+            raise ValidationError(f"the result has {alpha.size} pairs and {self.w.size} features, the problem "
+                                  f"{ranking.n_pairs} and {ranking.n_features}: pass the problem that was solved")
+        C = ranking.C
+        margins = ranking.pairs.margins(self.w)
+        a_class = np.where(alpha <= tol * C, 0, np.where(alpha >= (1.0 - tol) * C, 2, 1))
+        m_class = np.where(np.abs(margins - 1.0) <= tol, 1, np.where(margins < 1.0, 0, 2))
+        counts = np.zeros((3, 3), dtype=np.int64)
+        np.add.at(counts, (a_class, m_class), 1)
+        table = pd.DataFrame(counts, index=["alpha = 0", "0 < alpha < C", "alpha = C"],
+                             columns=["margin < 1", "margin = 1", "margin > 1"])
+        hist, edges = np.histogram(margins, bins=bins)
+        return {
+            "tol": float(tol),
+            "n_pairs": int(ranking.n_pairs),
+            "alpha": dict(zip(("zero", "between", "at_C"), (int(c) for c in counts.sum(axis=1)))),
+            "margin": dict(zip(("below", "at", "above"), (int(c) for c in counts.sum(axis=0)))),
+            "table": table,
+            "violations": int(counts[0, 0] + counts[1, 0] + counts[1, 2] + counts[2, 2]),
+            "histogram": (hist, edges),
+        }
+
     def __repr__(self) -> str:
         return (
             f"SolveResult(status={self.status!r}, solver={self.solver!r}, formulation={self.formulation!r}, "
