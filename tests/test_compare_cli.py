@@ -110,12 +110,30 @@ def test_defaults_are_quick_and_reports_hold_no_machine_paths(tmp_path):
                               "--compare-with", str(tmp_path / "other")])
     study = compare.study_from_args(args)
     assert [i.size for i in study.instances] == [5, 10, 20] and study.instances[0].name.startswith("ecml")
-    # the solver registry's quick caps: OSQP's, none for Clarabel (its own default is already small)
-    assert study.solver_options == {"osqp": {"max_iter": 4000}}
+    # the solver registry's quick cap for OSQP, the work limit of cvxrank.solve for Clarabel
+    assert study.run_options("osqp") == {"max_iter": 4000} and study.run_options("clarabel") == {"max_iter": 100}
     line = compare.command_line(args)
     assert "/tmp" not in line and str(tmp_path) not in line and "--out study" in line
     capped = parser.parse_args(["--out", "x", "--solvers", "osqp", "--max-iter", "50"])
-    assert compare.study_from_args(capped).max_iter == 50 and compare.study_from_args(capped).solver_options == {}
+    assert compare.study_from_args(capped).max_iter == 50 and compare.study_from_args(capped).run_options("osqp") == {
+        "max_iter": 50}
+
+
+def test_the_command_line_and_the_api_define_the_same_study():
+    """Defaults live in one place: compare with its defaults is Study() with its defaults (same hash, same caps)."""
+    import argparse
+
+    from cvxrank.cli import compare
+    from cvxrank.study import Study, make_instances
+
+    parser = argparse.ArgumentParser()
+    compare.add_arguments(parser)
+    cli = compare.study_from_args(parser.parse_args(["--out", "x"]))
+    api = Study(make_instances(["ecml"], [5, 10, 20]))
+    assert cli.definition() == api.definition() and cli.hash == api.hash
+    assert cli.run_options("osqp") == api.run_options("osqp") == {"max_iter": 4000}
+    for flag in ("formulations", "profiles", "timeout", "reference"):
+        assert getattr(cli, flag) == getattr(api, flag), flag
 
 
 def test_variants_axis_from_the_command_line(tmp_path, capsys):

@@ -2,6 +2,7 @@
 
 import math
 import os
+import sys
 
 import numpy as np
 import pandas as pd
@@ -361,3 +362,116 @@ def test_growth_exponents_need_three_sizes_spanning_four_times():
     assert np.isnan(growth_exponents(df).set_index("solver").loc["b", "time_exponent"])  # 2 sizes
     lines = findings(narrow, success_rates(narrow), shifted_geometric_means(narrow, time_limit=60.0), g.reset_index())
     assert any(NOT_ENOUGH in line for line in lines) and not any("grows as" in line for line in lines)
+
+
+# -- times a benchmark can trust ---------------------------------------------------------------
+def test_a_solver_time_of_zero_is_timed_by_cvxrank_and_says_so(monkeypatch):
+    """PIQP through CVXPY reports solve_time 0.0: the row gets cvxrank's own timing, and says whose it is."""
+    import cvxrank.solvers as solvers_module
+    from cvxrank.study.worker import execute
+
+    real = solvers_module.solve_cvxpy
+
+    def zero_time(*args, **kwargs):
+        res = real(*args, **kwargs)
+        res.solve_time = 0.0
+        return res
+
+    task = Task("run", Instance.from_data("t", tiny()), "lifted", "clarabel", PROFILES["mid"],
+                (CostSetting(1.0), CostSetting(0.1)), {}, threads=0)
+    sent = []
+    execute(task, sent.append)
+    honest = [p for kind, p in sent if kind == "row"]
+    assert [r["solve_time_source"] for r in honest] == ["solver", "solver"]
+    monkeypatch.setattr(solvers_module, "solve_cvxpy", zero_time)
+    sent = []
+    execute(task, sent.append)
+    rows = [p for kind, p in sent if kind == "row"]
+    assert [r["status"] for r in rows] == ["optimal", "optimal"]
+    for row in rows:
+        assert row["solve_time_source"] == "cvxrank" and 0 < row["solve_time"] <= row["wall_time"]
+        assert 0 < row["certify_time"] <= row["wall_time"]
+
+
+def test_summaries_refuse_a_found_run_timed_at_zero():
+    df = fake_table().assign(solve_time=lambda d: d["wall_time"])
+    df.loc[(df["solver"] == "b") & df["found"], "solve_time"] = 0.0  # a solver that reports 0 s
+    with pytest.raises(ValidationError, match=r"solve_time of 0.*lifted"):
+        shifted_geometric_means(df, time_limit=60.0, time="solve_time")
+    with pytest.raises(ValidationError, match="b/lifted"):
+        performance_profiles(df, time="solve_time")
+    assert np.isfinite(shifted_geometric_means(df, time_limit=60.0).to_numpy()).all()  # wall_time is fine
+
+
+def test_a_capped_study_run_has_the_status_the_solve_door_gives(tmp_path):
+    """The study solves through cvxrank.solve: a run its cap stopped short of tol is user_limit in both."""
+    import cvxrank as cr
+
+    data = tiny(3, 5)
+    study = Study([Instance.from_data("t", data)], ["lifted"], ["osqp", "clarabel"], ["high"], max_iter=3,
+                  reference=("clarabel", "lifted", "mid"))
+    df = run_study(study, tmp_path, progress=False).set_index("solver")
+    for solver in ("osqp", "clarabel"):
+        with pytest.warns(cr.InaccurateSolutionWarning):
+            door = cr.solve(cr.RankingProblem(data), solver, formulation="lifted", tol=1e-9,
+                            **{k: v for k, v in solver_options(solver, "high").items() if k != "tol"},
+                            **study.run_options(solver))
+        assert df.loc[solver, "status"] == door.status == "user_limit"
+        assert df.loc[solver, "iterations"] == df.loc[solver, "work_limit"] == 3
+        assert df.loc[solver, "solver_status"] == door.solver_status
+
+
+# -- no __main__ guard needed ------------------------------------------------------------------
+def test_a_main_module_read_from_stdin_gets_workers_that_do_not_import_it(monkeypatch):
+    import types
+
+    from cvxrank.study._isolate import isolation_mode, main_reimportable
+
+    stdin_main = types.ModuleType("__main__")
+    stdin_main.__file__ = "<stdin>"  # what python - < script.py sets
+    monkeypatch.setitem(sys.modules, "__main__", stdin_main)
+    assert not main_reimportable() and isolation_mode("auto") == "subprocess"
+    notebook_main = types.ModuleType("__main__")  # a notebook or python -c: no file to import
+    monkeypatch.setitem(sys.modules, "__main__", notebook_main)
+    assert main_reimportable()
+
+
+def test_a_loader_defined_in_main_travels_by_value():
+    import pickle
+
+    pytest.importorskip("cloudpickle")
+    namespace = {"__name__": "__main__"}
+    exec("from cvxrank.datasets import make_ranking\n"  # noqa: S102 - a function as a notebook cell defines it
+         "def cell_loader(size, seed):\n"
+         "    return make_ranking(n_queries=size, docs_per_query=(4, 6), n_features=3, random_state=seed)\n",
+         namespace)
+    inst = Instance.from_loader("cell", namespace["cell_loader"], 2)
+    train, _ = pickle.loads(pickle.dumps(inst)).load()  # a worker cannot import __main__.cell_loader
+    assert train.n_queries == 2
+
+
+STDIN_STUDY = """
+from cvxrank.datasets import make_ranking
+from cvxrank.study import Instance, Study, run_study
+
+def loader(size, seed):
+    return make_ranking(n_queries=size, docs_per_query=(4, 6), n_features=3, random_state=seed)
+
+study = Study([Instance.from_data("d", loader(3, 0)), Instance.from_loader("l", loader, 3)], ["lifted"],
+              ["clarabel"], ["mid"])
+df = run_study(study, {out!r}, progress=False)
+print("STATUSES", ",".join(df["status"]))
+"""
+
+
+@pytest.mark.slow  # fresh interpreters, and workers that import cvxrank anew
+@pytest.mark.parametrize("how", ["stdin", "-c"])
+def test_a_study_runs_from_stdin_or_python_c_without_a_main_guard(tmp_path, how):
+    import subprocess
+
+    code = STDIN_STUDY.format(out=str(tmp_path / "out"))
+    argv, stdin = ([sys.executable, "-"], code) if how == "stdin" else ([sys.executable, "-c", code], None)
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("STATUSES")][-1]
+    assert line.split()[1].split(",") == ["optimal", "optimal"], proc.stdout

@@ -18,6 +18,7 @@ import shlex
 from cvxrank._validation import POSITIVE, POSITIVE_INT, Interval
 from cvxrank.cli._common import MAX_ITER, check_option, parse_mu, parse_tau, split
 from cvxrank.exceptions import CvxrankError
+from cvxrank.study.defaults import DEFAULTS
 
 HELP = "compare solvers and formulations on a grid of instances and tolerance profiles"
 EPILOG = """examples:
@@ -42,14 +43,16 @@ def add_arguments(parser) -> None:
                              "thousands of pairs per query)")
     parser.add_argument("--sizes", default="5,10,20",
                         help="size knobs (default 5,10,20: 800 to 12,800 pairs of the ecml instance; see above)")
-    parser.add_argument("--formulations", default="primal,lifted,dual,hinge",
-                        help="primal, lifted, dual, hinge, auto (default primal,lifted,dual,hinge)")
+    formulations, solvers, profiles = (",".join(DEFAULTS[k]) for k in ("formulations", "solvers", "profiles"))
+    parser.add_argument("--formulations", default=formulations,
+                        help=f"primal, lifted, dual, hinge, auto (default {formulations})")
     parser.add_argument("--solvers", help="names of cvxrank.available_solvers() (default: the installed ones of "
-                                          "clarabel,ecos,osqp,scs)")
-    parser.add_argument("--profiles", default="mid", help="low (1e-3), mid (1e-6), high (1e-9) (default mid)")
+                                          f"{solvers})")
+    parser.add_argument("--profiles", default=profiles, help=f"low (1e-3), mid (1e-6), high (1e-9) (default {profiles})")
     parser.add_argument("--lams", default="0.5", help="lambda values of (9)/SIGIR (default 0.5, cvxrank.DEFAULT_LAM)")
     parser.add_argument("--tau", metavar="H-L=V,...", help="tau per grade pair, e.g. 2-1=2,2-0=3,1-0=1 "
-                                                            "(default all 1)")
+                                                            "(default all 1); entries for grade pairs an "
+                                                            "instance lacks are left out for that instance")
     parser.add_argument("--mu", default="none", help="none and/or balanced, comma-separated (default none)")
     parser.add_argument("--variants", default="papers", metavar="V1,V2",
                         help="variants of the problem, comma-separated: papers, or '+'-joined items "
@@ -59,17 +62,21 @@ def add_arguments(parser) -> None:
     parser.add_argument("--test-fraction", type=float, default=0.0, dest="test_fraction",
                         help="held-out queries for the ndcg10 column, as a fraction of the size (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated instances (default 0)")
-    parser.add_argument("--reference", default="clarabel:auto:high",
-                        help="SOLVER:FORMULATION:PROFILE of the reference solutions (default clarabel:auto:high)")
+    reference = ":".join(DEFAULTS["reference"])
+    parser.add_argument("--reference", default=reference,
+                        help=f"SOLVER:FORMULATION:PROFILE of the reference solutions (default {reference})")
     parser.add_argument("--out", metavar="DIR", required=True, help="output folder (results.csv, report.md, ...)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time on this machine (default 1)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
+    parser.add_argument("--timeout", type=float, default=DEFAULTS["timeout"],
+                        help=f"seconds per run, a safety net: the iteration caps end runs (default "
+                             f"{DEFAULTS['timeout']:g})")
     parser.add_argument("--max-iter", type=int, dest="max_iter",
                         help="iteration cap of every solver of the study, under each solver's own option name "
                              "(cvxrank.solvers.registry.SOLVERS), for the runs, not the reference; a run "
                              "that reaches it is a 'user_limit' row whatever the machine's speed, so the table does not depend on "
-                             "timing (default: the registry's quick caps, OSQP 4000 and SCS 5000 iterations, "
-                             "subgradient 200000; the other solvers' own)")
+                             "timing (default: cvxrank.study.definition.iteration_cap, as for cvxrank.study.Study: "
+                             "the registry's quick caps, OSQP 4000 and SCS 5000 iterations, subgradient 200000; "
+                             "the other solvers' work limits of cvxrank.solve)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS "
                                                                "(tcp://HOST:PORT), or local:N for a LocalCluster "
                                                                "of N worker processes started for this study")
@@ -140,7 +147,7 @@ def study_from_args(args):
     from cvxrank.study.definition import check_names
 
     _check_values(args)
-    solvers = split(args.solvers) or [s for s in ("clarabel", "ecos", "osqp", "scs") if s in available_solvers()]
+    solvers = split(args.solvers) or [s for s in DEFAULTS["solvers"] if s in available_solvers()]
     formulations, solvers, profiles = check_names(split(args.formulations), solvers, split(args.profiles))
     ref = args.reference.split(":")
     if len(ref) != 3:
@@ -159,14 +166,9 @@ def study_from_args(args):
     costs = [CostSetting(lam=lam, tau=taus, mu=mu, variant=v)
              for v in variants for mu in mus for lam in _numbers(args.lams, "lams")]
     instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
-    options = {}
-    if args.max_iter is None:  # the registry's quick caps: a study with the defaults finishes in minutes
-        from cvxrank.solvers.registry import SOLVERS
-
-        options = {s: SOLVERS[s].max_iter(SOLVERS[s].quick_max_iter) for s in solvers
-                   if s in SOLVERS and SOLVERS[s].quick_max_iter}
+    # the iteration caps are the Study's own default (iteration_cap): the API gives the same table
     return Study(instances, formulations, solvers, profiles, costs, timeout=args.timeout, reference=tuple(ref),
-                 max_iter=args.max_iter, solver_options=options)
+                 max_iter=args.max_iter)
 
 
 def shown_path(path) -> str:
@@ -208,7 +210,7 @@ def command_line(args) -> str:
         parts.append(f"--max-iter {args.max_iter}")
     if args.seed:
         parts.append(f"--seed {args.seed}")
-    if args.reference != "clarabel:auto:high":
+    if args.reference != ":".join(DEFAULTS["reference"]):
         parts.append(f"--reference {args.reference}")
     for opt in ("report", "figures", "compare_with"):
         if getattr(args, opt):

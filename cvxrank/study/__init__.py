@@ -18,29 +18,36 @@ Examples
 2
 """
 
-from cvxrank.study.definition import (
-    COLUMNS,
-    KEY,
-    STUDY_FORMULATIONS,
-    CostSetting,
-    Study,
-)
-from cvxrank.study.instances import FAMILIES, Instance, make_instances
-from cvxrank.study.profiles import PROFILES, TOLERANCE_OPTIONS, Profile, solver_options
-from cvxrank.study.report import write_report
-from cvxrank.study.runner import connect, run_study
-from cvxrank.study.store import StudyMismatchError, load_results
-from cvxrank.study.summary import (
-    compare_tables,
-    growth_exponents,
-    performance_profiles,
-    shifted_geometric_mean,
-    shifted_geometric_means,
-    success_rates,
-)
+import importlib
+
+#: Where each public name lives. Loaded on first use (PEP 562), so that ``cvxrank compare``'s parser
+#: reads :data:`cvxrank.study.defaults.DEFAULTS` without importing CVXPY or pandas.
+_WHERE = {
+    "COLUMNS": "definition", "KEY": "definition", "STUDY_FORMULATIONS": "definition", "CostSetting": "definition",
+    "Study": "definition", "DEFAULTS": "defaults", "FAMILIES": "instances", "Instance": "instances",
+    "make_instances": "instances", "PROFILES": "profiles", "TOLERANCE_OPTIONS": "profiles", "Profile": "profiles",
+    "solver_options": "profiles", "write_report": "report", "connect": "runner", "run_study": "runner",
+    "StudyMismatchError": "store", "load_results": "store", "compare_tables": "summary",
+    "growth_exponents": "summary", "performance_profiles": "summary", "shifted_geometric_mean": "summary",
+    "shifted_geometric_means": "summary", "success_rates": "summary",
+}
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"cvxrank.study.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cvxrank.study' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "COLUMNS",
+    "DEFAULTS",
     "FAMILIES",
     "KEY",
     "PROFILES",

@@ -15,7 +15,13 @@ Two ways to start the child:
   imports in every child but works where :mod:`multiprocessing` may not
   start children, e.g. in the daemonic worker processes of Dask.
 
-``"auto"`` takes the first where it can.
+``"auto"`` takes the first where it can, and the second where a fork server's child would fail
+before it runs anything: in a daemonic process, and where the main module is a file that cannot be
+read again (a script piped on stdin, ``python - < study.py``; :func:`main_reimportable`). A
+notebook, ``python -c`` and ``python -m`` need no ``if __name__ == "__main__":`` guard either way:
+their children import no main module, or import it by name. A loader of
+:meth:`~cvxrank.study.Instance.from_loader` defined in ``__main__`` (a notebook cell, a script on
+stdin) travels by value (cloudpickle, when installed), since no worker can import it by name.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from multiprocessing.connection import Connection
 from cvxrank.exceptions import ValidationError
 from cvxrank.study.worker import Task, child_main, one_line, skeleton_row
 
-__all__ = ["WORKER_NAME", "isolation_mode", "kill_all", "run_isolated"]
+__all__ = ["WORKER_NAME", "isolation_mode", "kill_all", "main_reimportable", "run_isolated"]
 
 ISOLATIONS = ("auto", "forkserver", "subprocess")
 #: Name prefix of the worker processes.
@@ -44,13 +50,30 @@ _CTX = None
 _CTX_LOCK = threading.Lock()
 
 
+def main_reimportable() -> bool:
+    """Whether a :mod:`multiprocessing` child can prepare this process's main module.
+
+    A fork server's child imports the main module again before it runs its task: by name after
+    ``python -m``; from its file after ``python script.py``; not at all after ``python -c``, in an
+    interactive session or a notebook (no file). A script read from stdin names the file
+    ``<stdin>``, which the child cannot open: it exits before running anything.
+    """
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None) is not None:
+        return True
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.isfile(path)
+
+
 def isolation_mode(isolation: str = "auto") -> str:
-    """Resolve ``"auto"``: forkserver unless this process is daemonic or lacks it."""
+    """Resolve ``"auto"``: forkserver unless this process is daemonic, lacks it, or has a main module its
+    children cannot import again (:func:`main_reimportable`); then subprocess."""
     if isolation not in ISOLATIONS:
         raise ValidationError(f"unknown isolation {isolation!r}; choose from {', '.join(ISOLATIONS)}")
     if isolation != "auto":
         return isolation
-    if multiprocessing.current_process().daemon or "forkserver" not in multiprocessing.get_all_start_methods():
+    if (multiprocessing.current_process().daemon or "forkserver" not in multiprocessing.get_all_start_methods()
+            or not main_reimportable()):
         return "subprocess"
     return "forkserver"
 
@@ -133,7 +156,7 @@ class _Child:
                 text += f" (stderr: {tail})"
         elif self.mode == "forkserver" and code == 1 and not loaded:
             text += ("; a worker imports the script that started the study as its main module, so the script's "
-                     "code must sit under if __name__ == '__main__':")
+                     "code must sit under if __name__ == '__main__': (or run it with isolation='subprocess')")
         return text
 
     def kill(self) -> None:

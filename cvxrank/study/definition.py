@@ -23,26 +23,74 @@ from cvxrank.costs import DEFAULT_LAM, check_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS
 from cvxrank.solvers import NATIVE_SOLVERS, available_solvers
+from cvxrank.study.defaults import DEFAULTS
 from cvxrank.study.instances import Instance
 from cvxrank.study.profiles import PROFILES, Profile, get_profile
 from cvxrank.variants import Variant
 
-__all__ = ["COLUMNS", "KEY", "STUDY_FORMULATIONS", "CostSetting", "Study", "check_names"]
+__all__ = ["COLUMNS", "DEFAULTS", "KEY", "STUDY_FORMULATIONS", "CostSetting", "Study", "check_names", "iteration_cap",
+           "tau_for"]
 
 #: Formulation names of a study: the CVXPY ones, ``auto`` and ``native`` (native solvers).
 STUDY_FORMULATIONS = FORMULATIONS + ("auto", "native")
 
-#: The fixed long-format columns, in order.
+#: The fixed long-format columns, in order. ``solve_time_source`` says who timed ``solve_time``:
+#: ``"solver"`` (the solver's own report) or ``"cvxrank"`` (cvxrank's wall clock around the solver
+#: call, used when the solver reports no usable time: 0, negative, NaN or none). ``certify_time`` is
+#: cvxrank's certificate alone; ``work_limit`` the iteration cap the run had (its solver's own unit);
+#: ``reference_gap`` the certified relative gap of the reference the errors are measured against;
+#: ``blas_threads`` the BLAS threads the worker ran with (threadpoolctl).
 COLUMNS = (
     "instance", "size", "documents", "pairs", "features", "cost", "formulation", "solver", "profile",
-    "status", "found", "setup_time", "solve_time", "wall_time", "iterations", "objective",
-    "reference_objective", "objective_error", "w_error", "primal_residual", "dual_residual", "duality_gap",
-    "relative_gap", "ndcg10", "peak_memory", "lam", "tol", "resolved_formulation", "solver_status",
-    "solver_version", "message",
+    "status", "found", "setup_time", "solve_time", "solve_time_source", "certify_time", "wall_time", "iterations",
+    "work_limit", "objective", "reference_objective", "reference_gap", "objective_error", "w_error",
+    "primal_residual", "dual_residual", "duality_gap", "relative_gap", "ndcg10", "peak_memory", "blas_threads",
+    "lam", "tol", "resolved_formulation", "solver_status", "solver_version", "message",
 )
 
 #: Columns that identify a run (a resumed study skips rows with a key already stored).
 KEY = ("instance", "size", "cost", "formulation", "solver", "profile")
+
+def iteration_cap(solver: str, max_iter: int | None = None) -> dict:
+    """The iteration cap of a study's runs of ``solver``, under the solver's own option name.
+
+    ``max_iter`` when given; else the registry's quick cap (:attr:`SolverSpec.quick_max_iter`: OSQP
+    4,000, SCS 5,000, subgradient 200,000 iterations), so a study with the defaults finishes in
+    minutes; else the work limit :func:`cvxrank.solve` gives every run
+    (:meth:`SolverSpec.work_options`). Empty for a solver without an iteration option (DAQP).
+
+    Examples
+    --------
+    >>> iteration_cap("osqp"), iteration_cap("clarabel"), iteration_cap("ecos", 50)
+    ({'max_iter': 4000}, {'max_iter': 100}, {'max_iters': 50})
+    """
+    from cvxrank.solvers.registry import get_spec
+
+    spec = get_spec(solver)
+    if max_iter is not None:
+        return spec.max_iter(max_iter)
+    return spec.max_iter(spec.quick_max_iter) if spec.quick_max_iter else spec.work_options()
+
+
+def tau_for(tau, pairs):
+    """The entries of a ``τ`` table that name grade pairs of ``pairs`` (None stays None).
+
+    One ``τ`` table may serve instances with different grades: entries for grade pairs an instance
+    lacks are left out for that instance. A grade pair the instance has and the table lacks is still
+    refused (by :meth:`cvxrank.costs.Costs.check_grade_pairs`, when the weights are made).
+
+    Examples
+    --------
+    >>> from cvxrank.datasets import make_ecml_simulation
+    >>> from cvxrank.pairs import make_pairs
+    >>> pairs = make_pairs(make_ecml_simulation(sizes=(2, 1, 1), random_state=0))
+    >>> tau_for({(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0, (4, 3): 9.0}, pairs)
+    {(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}
+    """
+    if tau is None:
+        return None
+    present = set(pairs.types)
+    return {k: v for k, v in tau.items() if tuple(_plain(g) for g in k) in present}
 
 
 
@@ -159,16 +207,21 @@ class Study:
     Parameters
     ----------
     instances : sequence of Instance
-    formulations : sequence of str
+    formulations : sequence of str, default ("primal", "lifted", "dual", "hinge")
         From ``primal``, ``lifted``, ``dual``, ``hinge``, ``auto`` (and
         ``native``, which native solvers get anyway).
-    solvers : sequence of str
-        Names of :func:`cvxrank.available_solvers`.
+    solvers : sequence of str, optional
+        Names of :func:`cvxrank.available_solvers`; default the installed ones of
+        clarabel, ecos, osqp, scs. (Every default is :data:`DEFAULTS`, which
+        ``cvxrank compare`` reads too.)
     profiles : sequence of str or Profile, default ("mid",)
     costs : sequence of CostSetting, default (CostSetting(),)
     timeout : float, default 60
         Seconds each run may take (build, compile, solve, certificate);
         beyond it the run is killed and recorded with status ``"timeout"``.
+        A safety net only: the iteration caps (``max_iter``) end runs, so the
+        table does not depend on the machine's speed; a ``timeout`` row says
+        the net caught a run.
     reference : (solver, formulation, profile), default ("clarabel", "auto", "high")
         How each instance's reference solution is computed; its certified
         gap is stored with it.
@@ -180,9 +233,16 @@ class Study:
     max_iter : int, optional
         Iteration cap of every run (not the reference), under each solver's
         own option name (:data:`cvxrank.solvers.registry.SOLVERS`,
-        ``max_iter`` for native solvers). A run that reaches it ends as a
-        ``"user_limit"`` row however fast the machine is, so the table does not
-        depend on timing the way a time limit does. Default: each solver's own.
+        ``max_iter`` for native solvers). Default: :func:`iteration_cap`, the
+        registry's quick cap where it has one (OSQP 4,000, SCS 5,000,
+        subgradient 200,000), else the work limit :func:`cvxrank.solve` gives.
+        The cap stops a run however fast the machine is, so the table does not
+        depend on timing the way a time limit does. A run the cap stopped
+        short of ``ε`` is a ``"user_limit"`` row, as :func:`cvxrank.solve`
+        reports it; one whose certificate proves ``ε`` although it used every
+        iteration is ``"optimal"`` (the certificate decides, as everywhere in
+        cvxrank); ``solver_status`` keeps the solver's own word and
+        ``work_limit`` the cap.
     warm_start : bool, default False
         Warm-start each cost setting from the previous one of the same
         (instance, formulation, solver, profile). The problem is compiled
@@ -193,19 +253,22 @@ class Study:
     """
 
     instances: tuple
-    formulations: tuple
-    solvers: tuple
-    profiles: tuple = ("mid",)
+    formulations: tuple = DEFAULTS["formulations"]
+    solvers: tuple | None = None
+    profiles: tuple = DEFAULTS["profiles"]
     costs: tuple = (CostSetting(),)
-    timeout: float = 60.0
-    reference: tuple = ("clarabel", "auto", "high")
+    timeout: float = DEFAULTS["timeout"]
+    reference: tuple = DEFAULTS["reference"]
     reference_timeout: float | None = None
     solver_options: dict = field(default_factory=dict)
     warm_start: bool = False
-    threads: int = 1
+    threads: int = DEFAULTS["threads"]
     max_iter: int | None = None
 
     def __post_init__(self):
+        if self.solvers is None:
+            installed = available_solvers()
+            object.__setattr__(self, "solvers", tuple(s for s in DEFAULTS["solvers"] if s in installed))
         instances = tuple(self.instances)
         if not instances or not all(isinstance(i, Instance) for i in instances):
             raise ValidationError("instances must be a non-empty sequence of cvxrank.study.Instance")
@@ -253,16 +316,19 @@ class Study:
         return sum(len(self.cells(i)) for i in self.instances) * len(self.costs)
 
     def run_options(self, solver: str) -> dict:
-        """Options of every run of ``solver``: the iteration cap, then ``solver_options``."""
-        from cvxrank.solvers.registry import max_iter_options
+        """Options of every run of ``solver``: the iteration cap (:func:`iteration_cap`), then ``solver_options``."""
+        return {**iteration_cap(solver, self.max_iter), **self.solver_options.get(solver, {})}
 
-        cap = {} if self.max_iter is None else max_iter_options(solver, self.max_iter)
-        return {**cap, **self.solver_options.get(solver, {})}
+    def caps(self) -> dict:
+        """``{solver: {option: cap}}``: the iteration cap each solver's runs get (``solver_options`` may override it)."""
+        return {s: iteration_cap(s, self.max_iter) for s in self.solvers}
 
     def definition(self) -> dict:
         """Everything that determines the rows, as JSON-able data (the hash covers it)."""
         extra = {} if self.max_iter is None else {"max_iter": self.max_iter}
         return {**extra,
+            "columns": list(COLUMNS),
+            "caps": self.caps(),
             "instances": [i.describe() for i in self.instances],
             "formulations": list(self.formulations),
             "solvers": list(self.solvers),

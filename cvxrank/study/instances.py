@@ -244,6 +244,35 @@ class Instance:
     def __repr__(self) -> str:
         return f"Instance({self.name!r}, family={self.family!r}, size={self.size})"
 
+    def __getstate__(self) -> dict:
+        """A loader defined in ``__main__`` (a notebook cell, a script on stdin) is pickled by value
+        (cloudpickle, when installed): a worker process cannot import it by name."""
+        state = dict(self.__dict__)
+        loader = state.get("loader")
+        if loader is not None and getattr(loader, "__module__", None) == "__main__":
+            try:
+                import cloudpickle
+            except ImportError:  # pickled by name: a worker started by a guarded script still finds it
+                return state
+            state["loader"] = _ByValue(cloudpickle.dumps(loader))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        loader = state.get("loader")
+        if isinstance(loader, _ByValue):
+            import pickle
+
+            state = {**state, "loader": pickle.loads(loader.data)}  # noqa: S301 - the study's own task
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
+
+@dataclass(frozen=True)
+class _ByValue:
+    """A function pickled by value (cloudpickle's bytes)."""
+
+    data: bytes
+
 
 def make_instances(specs, sizes=None, *, seed: int = 0, test_fraction: float = 0.0) -> list[Instance]:
     """Instances from command-line style names.

@@ -185,6 +185,8 @@ def _finish(row: dict, ref: dict | None) -> dict:
     ref_obj = ref.get("objective")
     ref_obj = math.nan if ref_obj is None else float(ref_obj)
     row["reference_objective"] = ref_obj
+    ref_gap = ref.get("relative_gap")
+    row["reference_gap"] = math.nan if ref_gap is None else float(ref_gap)
     obj = row.get("objective")
     if obj is not None and np.isfinite(obj) and np.isfinite(ref_obj) and ref_obj != 0:
         row["objective_error"] = abs(obj - ref_obj) / abs(ref_obj)

@@ -96,6 +96,19 @@ def status_counts(df: pd.DataFrame, by=METHOD) -> pd.DataFrame:
     return df.groupby([*by, "status"], sort=False).size().unstack("status", fill_value=0)
 
 
+def _check_times(df: pd.DataFrame, time: str) -> None:
+    """Refuse a found run whose ``time`` is 0, negative or missing: it would make every other method
+    infinitely slower (a ratio to 0) instead of measuring anything."""
+    t = pd.to_numeric(df[time], errors="coerce")
+    bad = df[df["found"].astype(bool) & ~(t > 0)]
+    if len(bad):
+        methods = sorted({f"{r.solver}/{r.formulation}" for r in bad.itertuples()})
+        raise ValidationError(
+            f"{len(bad)} found run(s) have a {time} of 0, below 0 or missing ({', '.join(methods)}): no ratio or mean "
+            f"of times can use them; a solver that reports 0 s (PIQP through CVXPY) is timed by cvxrank in "
+            f"study tables since the solve_time_source column exists, so rerun the study, or compare wall_time")
+
+
 def _runtimes(df: pd.DataFrame, time: str, time_limit: float) -> pd.Series:
     t = pd.to_numeric(df[time], errors="coerce")
     return t.where(df["found"].astype(bool) & t.notna(), time_limit).clip(upper=time_limit)
@@ -114,7 +127,8 @@ def shifted_geometric_means(df: pd.DataFrame, *, time_limit: float, shift: float
     shift : float, default 10
         Shift ``s`` in seconds.
     time : str, default "wall_time"
-        The runtime column (``wall_time``: build, compile, solve and certificate).
+        The runtime column (``wall_time``: build, compile, solve and certificate; or
+        ``solve_time``, the solver alone, see ``solve_time_source``).
     by : tuple of str
         What a method is.
 
@@ -122,9 +136,15 @@ def shifted_geometric_means(df: pd.DataFrame, *, time_limit: float, shift: float
     -------
     DataFrame
         Rows ``by``, one column per profile; 1.0 is the best method of the profile.
+
+    Raises
+    ------
+    ValidationError
+        When a found run's time is 0, negative or missing (a ratio to it means nothing).
     """
     df = _stated(_check(df, (*by, time)))
     check("time_limit", time_limit, POSITIVE)
+    _check_times(df, time)
     t = _runtimes(df, time, float(time_limit))
     means = t.groupby([df[c] for c in (*by, "profile")], sort=False).apply(
         lambda v: shifted_geometric_mean(v, shift)).unstack("profile")
@@ -142,12 +162,17 @@ def performance_profiles(df: pd.DataFrame, *, time: str = "wall_time", by=METHOD
         of problems solved within ``τ`` times the best method's time). A
         method that solved nothing has a single row with ``tau = inf``,
         ``fraction = 0``.
+
+    Raises
+    ------
+    ValidationError
+        When a found run's time is 0, negative or missing (a ratio to it means nothing).
     """
     df = _check(df, (*by, time))
+    _check_times(df, time)
     out = []
     for profile, sub in df.groupby("profile", sort=False):
-        t = pd.to_numeric(sub[time], errors="coerce").where(sub["found"].astype(bool) & sub[time].notna(), np.inf)
-        t = t.clip(lower=1e-9)
+        t = pd.to_numeric(sub[time], errors="coerce").where(sub["found"].astype(bool), np.inf)
         table = pd.DataFrame({"t": t.to_numpy()},
                              index=pd.MultiIndex.from_frame(sub[[*PROBLEM, *by]].astype(str))).groupby(
             level=list(range(len(PROBLEM) + len(by)))).min()["t"].unstack([*by])
@@ -223,8 +248,8 @@ def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall
     return out.astype(numbers)  # numbers also with no row (a study whose runs all failed)
 
 
-#: Columns that depend on the machine's speed and load, not on the computation.
-TIMING = ("setup_time", "solve_time", "wall_time", "peak_memory")
+#: Columns that depend on the machine (its speed, load and BLAS), not on the computation.
+TIMING = ("setup_time", "solve_time", "solve_time_source", "certify_time", "wall_time", "peak_memory", "blas_threads")
 #: Columns compared exactly by :func:`compare_tables`; the other numeric ones with a tolerance.
 EXACT = ("documents", "pairs", "features", "status", "found", "iterations", "resolved_formulation", "solver_status")
 

@@ -37,10 +37,11 @@ from cvxrank.pairs import make_pairs
 from cvxrank.path import PathSolver
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers.registry import get_spec
+from cvxrank.study.definition import tau_for
 from cvxrank.study.instances import Instance
 from cvxrank.study.profiles import Profile, passes, solver_options
 
-__all__ = ["Task", "child_main", "execute", "one_line", "skeleton_row"]
+__all__ = ["Task", "blas_threads", "child_main", "execute", "one_line", "skeleton_row", "timed_solve"]
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,11 @@ def skeleton_row(task: Task, cost, sizes: dict | None, status: str, message: str
         "instance": task.instance.name, "size": task.instance.size, "documents": sizes.get("documents", nan),
         "pairs": sizes.get("pairs", nan), "features": sizes.get("features", nan), "cost": cost.name,
         "formulation": task.formulation, "solver": task.solver, "profile": task.profile.name, "status": status,
-        "found": False, "setup_time": nan, "solve_time": nan, "wall_time": nan, "iterations": nan,
-        "objective": nan, "reference_objective": nan, "objective_error": nan, "w_error": nan,
-        "primal_residual": nan, "dual_residual": nan, "duality_gap": nan, "relative_gap": nan, "ndcg10": nan,
-        "peak_memory": nan, "lam": cost.lam, "tol": task.profile.tol, "resolved_formulation": "",
+        "found": False, "setup_time": nan, "solve_time": nan, "solve_time_source": "", "certify_time": nan,
+        "wall_time": nan, "iterations": nan, "work_limit": nan, "objective": nan, "reference_objective": nan,
+        "reference_gap": nan, "objective_error": nan, "w_error": nan, "primal_residual": nan, "dual_residual": nan,
+        "duality_gap": nan, "relative_gap": nan, "ndcg10": nan, "peak_memory": nan,
+        "blas_threads": _BLAS_THREADS[0] if _BLAS_THREADS else nan, "lam": cost.lam, "tol": task.profile.tol, "resolved_formulation": "",
         "solver_status": "", "solver_version": "", "message": one_line(message),
     }
 
@@ -94,6 +96,56 @@ def _reset_peak() -> float:
 
 def _peak() -> float:
     return peak_rss() / 2**20
+
+
+# -- times and threads ------------------------------------------------------------
+def _usable(t) -> bool:
+    return t is not None and isinstance(t, (int, float, np.floating)) and math.isfinite(t) and t > 0
+
+
+def timed_solve(res, wall: float) -> tuple[float, str]:
+    """``(solve_time, source)`` of a result: the solver's own time when it is usable, else cvxrank's.
+
+    A solver-reported time of 0, a negative one, NaN or none (PIQP through CVXPY reports 0.0) cannot
+    enter a ratio or a mean; it is replaced by cvxrank's wall clock around the solver call
+    (``extras["wall_time"]`` of the CVXPY backend, less CVXPY's compilation), or, without that, by
+    ``wall`` (the whole call, timed by the study) less compilation and certificate. ``source`` is
+    ``"solver"`` or ``"cvxrank"`` (the ``solve_time_source`` column).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> timed_solve(R(solve_time=0.5, setup_time=0.1, certify_time=0.0, extras={}), 1.0)
+    (0.5, 'solver')
+    >>> timed_solve(R(solve_time=0.0, setup_time=0.1, certify_time=0.0, extras={"wall_time": 0.4}), 1.0)
+    (0.30000000000000004, 'cvxrank')
+    """
+    extras = res.extras if isinstance(getattr(res, "extras", None), dict) else {}
+    stats = extras.get("solver_stats")
+    # the CVXPY backend already put its own timing where the solver gave none: that is not the solver's
+    reported = res.solve_time if stats is None or getattr(stats, "solve_time", None) is not None else None
+    if _usable(reported):
+        return float(reported), "solver"
+    own = extras.get("wall_time")
+    if _usable(own):
+        rest = own - (res.setup_time if _usable(res.setup_time) else 0.0)
+        return float(rest if rest > 0 else own), "cvxrank"
+    rest = wall - sum(t for t in (res.setup_time, res.certify_time) if _usable(t))
+    return float(rest if rest > 0 else wall), "cvxrank"
+
+
+_BLAS_THREADS: list = []
+
+
+def blas_threads() -> float:
+    """The threads of the BLAS libraries loaded in this process (threadpoolctl; the largest if several)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - a dependency of cvxrank
+        return math.nan
+    counts = [lib.get("num_threads") for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    counts = [c for c in counts if isinstance(c, int)]
+    return float(max(counts)) if counts else math.nan
 
 
 # -- running ------------------------------------------------------------------
@@ -111,8 +163,8 @@ def _run_one(path: PathSolver, pairs, test, cost, task: Task, sizes: dict) -> di
     why = unsupported(task.solver, task.formulation, cost.variant)
     if why:
         return skeleton_row(task, cost, sizes, "unsupported", why)
-    try:
-        weights = pair_weights(pairs, tau=cost.tau, mu=cost.mu)
+    try:  # a tau table's entries for grade pairs this instance lacks are left out (tau_for)
+        weights = pair_weights(pairs, tau=tau_for(cost.tau, pairs), mu=cost.mu)
         base = _reset_peak()
         start = time.perf_counter()
         with warnings.catch_warnings():
@@ -125,10 +177,13 @@ def _run_one(path: PathSolver, pairs, test, cost, task: Task, sizes: dict) -> di
     # L(w) of the problem solved, recomputed from the pairs (the variant's, when one is set)
     objective = RankingProblem(pairs, weights=weights, lam=cost.lam, variant=cost.variant).hinge_objective(res.w)
     row = skeleton_row(task, cost, sizes, res.status)
+    solve_time, source = timed_solve(res, wall - (path.build_time if first else 0.0))
+    cap = res.extras.get("work_limit") if isinstance(res.extras, dict) else None
     row.update(
         found=passes(task.profile, status=res.status, relative_gap=res.relative_gap,
                      primal_residual=res.primal_residual, dual_residual=res.dual_residual),
-        setup_time=res.setup_time + (path.build_time if first else 0.0), solve_time=res.solve_time,
+        setup_time=res.setup_time + (path.build_time if first else 0.0), solve_time=solve_time,
+        solve_time_source=source, certify_time=res.certify_time, work_limit=np.nan if cap is None else int(cap),
         wall_time=wall, iterations=np.nan if res.iterations is None else int(res.iterations), objective=objective,
         primal_residual=res.primal_residual, dual_residual=res.dual_residual,
         duality_gap=res.relative_gap * objective, relative_gap=res.relative_gap, peak_memory=peak,
@@ -151,6 +206,7 @@ def execute(task: Task, send) -> None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(task.threads)
+    _BLAS_THREADS[:] = [blas_threads()]
     try:
         train, test = task.instance.load()
         pairs = make_pairs(train)
