@@ -403,14 +403,14 @@ def test_summaries_refuse_a_found_run_timed_at_zero():
     assert np.isfinite(shifted_geometric_means(df, time_limit=60.0).to_numpy()).all()  # wall_time is fine
 
 
-def test_a_capped_study_run_has_the_status_the_solve_door_gives(tmp_path):
+def test_a_capped_study_run_has_the_status_the_solve_door_gives():
     """The study solves through cvxrank.solve: a run its cap stopped short of tol is user_limit in both."""
     import cvxrank as cr
 
     data = tiny(3, 5)
-    study = Study([Instance.from_data("t", data)], ["lifted"], ["osqp", "clarabel"], ["high"], max_iter=3,
-                  reference=("clarabel", "lifted", "mid"))
-    df = run_study(study, tmp_path, progress=False).set_index("solver")
+    study = Study([Instance.from_data("t", data)], ["lifted"], ["osqp", "clarabel"], ["high"], max_iter=3)
+    df = pd.DataFrame([_rows(Task("run", study.instances[0], "lifted", s, PROFILES["high"], study.costs,
+                                  study.run_options(s), threads=0))[0] for s in study.solvers]).set_index("solver")
     for solver in ("osqp", "clarabel"):
         with pytest.warns(cr.InaccurateSolutionWarning):
             door = cr.solve(cr.RankingProblem(data), solver, formulation="lifted", tol=1e-9,
@@ -475,3 +475,33 @@ def test_a_study_runs_from_stdin_or_python_c_without_a_main_guard(tmp_path, how)
     assert proc.returncode == 0, proc.stderr
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("STATUSES")][-1]
     assert line.split()[1].split(",") == ["optimal", "optimal"], proc.stdout
+
+
+def _rows(task):
+    """The rows of a task run in this process (the worker's own code, without its process)."""
+    from cvxrank.study.worker import execute
+
+    sent = []
+    execute(task, sent.append)
+    return [payload for kind, payload in sent if kind == "row"]
+
+
+def test_one_tau_table_serves_instances_with_different_grades():
+    """Entries for grade pairs an instance lacks are left out for it; a grade pair it has must have a value."""
+    three = tiny(4, 4)
+    two = RankingData(three.X, np.minimum(three.y, 1), three.qid)  # grades 0 and 1 only
+    assert set(make_pairs(two).types) == {(1, 0)} and len(make_pairs(three).types) > 1
+    tau = {tuple(t): 1.0 + i for i, t in enumerate(make_pairs(three).types)}
+    tau[(1, 0)] = 2.0
+    costs = (CostSetting(0.5, tau=tau), CostSetting(0.5, tau={(1, 0): 2.0}, name="partial"))
+
+    def run(data):
+        return _rows(Task("run", Instance.from_data("x", data), "lifted", "clarabel", PROFILES["mid"], costs, {},
+                          threads=0))
+
+    (two_full, two_partial), (three_full, three_partial) = run(two), run(three)
+    assert two_full["status"] == two_partial["status"] == three_full["status"] == "optimal"
+    # the two-grade instance solved the problem of its own entry: the same as a table of that entry alone
+    assert two_full["objective"] == pytest.approx(two_partial["objective"], rel=1e-12)
+    # the instance with three grades has grade pairs the partial table lacks: refused, saying which
+    assert three_partial["status"] == "error" and "tau has no value for grade pairs" in three_partial["message"]
