@@ -505,3 +505,60 @@ def test_one_tau_table_serves_instances_with_different_grades():
     assert two_full["objective"] == pytest.approx(two_partial["objective"], rel=1e-12)
     # the instance with three grades has grade pairs the partial table lacks: refused, saying which
     assert three_partial["status"] == "error" and "tau has no value for grade pairs" in three_partial["message"]
+
+
+# -- what a report tells a reader ----------------------------------------------------------------
+def test_report_states_how_the_runs_ran_and_what_each_number_is(small_study, tmp_path):
+    study, _, df, *_ = small_study
+    text = write_report(df, tmp_path / "report.md", time_limit=study.timeout, study=study).read_text()
+    assert "- Runs: 2 at a time on this machine" in text and "each run once (no repeats" in text
+    assert "threads per run as the workers measured them (threadpoolctl, `blas_threads` column): 1" in text
+    runs = text[text.index("## All runs"):]
+    header = runs.splitlines()[4]
+    for col in ("| status | solver_status |", "| solve_time | certify_time |", "| work_limit |"):
+        assert col in header
+    # cvxrank's tol is stated apart from the solver options
+    options = text[text.index("Solver options of each profile"):text.index("cvxrank's `tol` is no solver option")]
+    assert "tol_gap_rel=1e-06" in options and "| tol=" not in options and ", tol=" not in options
+    # the reference's certified accuracy next to the objective errors
+    accuracy = text[text.index("## Accuracy"):text.index("## Growth")]
+    assert "| reference_gap |" in accuracy and "| below_ref |" in accuracy
+    assert (df["reference_gap"] > 0).all() and (df["reference_gap"] <= 1e-9).all()  # certified at profile high
+    assert "the time limit is a safety net" in text
+
+
+def test_cpu_model_says_more_than_a_bare_model_name(monkeypatch):
+    from cvxrank.study import report
+
+    monkeypatch.setattr(report, "_cpuinfo", lambda: {"model name": "AMD EPYC", "vendor_id": "AuthenticAMD",
+                                                     "cpu family": "26", "model": "2", "stepping": "1",
+                                                     "cpu mhz": "2596.1", "flags": "fpu avx2 hypervisor"})
+    monkeypatch.setattr(report, "_l3_cache", lambda: "32768K")
+    assert report.cpu_model() == ("AMD EPYC (AuthenticAMD cpu family 26, model 2, stepping 1; 2596 MHz; L3 32 MiB; "
+                                  "virtual machine)")
+
+
+def test_every_curve_of_a_performance_profile_has_its_own_legend_entry():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from cvxrank.solvers.registry import SOLVERS
+    from cvxrank.study.plots import method_style, plot_performance_profile
+
+    # no two solvers of the registry share a colour, so no two methods share a look
+    colours = [method_style("lifted", s)["color"] for s in SOLVERS]
+    assert len(set(map(str, colours))) == len(colours)
+    methods = [(f, s) for s in ("clarabel", "ecos", "osqp", "scs", "piqp", "proxqp")
+               for f in ("primal", "lifted", "dual", "hinge")]
+    prof = pd.DataFrame([{"profile": "mid", "formulation": f, "solver": s, "tau": 1.0 + i / 10, "fraction": 1.0}
+                         for i, (f, s) in enumerate(methods)])
+    fig, ax = plt.subplots()
+    plot_performance_profile(prof, ax, profile="mid")
+    legend = ax.get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert sorted(labels) == sorted(f"{s}/{f}" for f, s in methods)
+    looks = {(str(h.get_color()), str(h.get_linestyle()), h.get_marker()) for h in legend.legend_handles}
+    assert len(looks) == len(methods)  # every entry identifies one curve
+    plt.close(fig)

@@ -13,9 +13,20 @@ from cvxrank._style import log_ticks, size_ticks
 
 __all__ = ["method_label", "method_style", "plot_performance_profile", "plot_scaling"]
 
-_SOLVER_ORDER = ("clarabel", "ecos", "osqp", "scs", "subgradient", "gd", "cutting_plane")
+#: Solvers in colour order: the first ten get matplotlib's ten colours, the next ten tab20's light shades,
+#: so no two solvers of the registry share a colour.
+_SOLVER_ORDER = ("clarabel", "ecos", "osqp", "scs", "subgradient", "gd", "cutting_plane", "truncated_newton",
+                 "piqp", "proxqp", "qoco", "daqp", "cvxopt", "gurobi", "mosek", "newton")
 _FORM_STYLE = {"primal": ("-", "o"), "lifted": ("--", "s"), "dual": (":", "^"), "hinge": ("-.", "D"),
                "auto": ((0, (5, 1, 1, 1)), "v"), "native": ((0, (1, 1)), "P")}
+
+
+def _colour(index: int):
+    if index < 10:
+        return f"C{index}"
+    from matplotlib import colormaps
+
+    return colormaps["tab20"].colors[(2 * (index - 10) + 1) % 20]
 
 
 def method_label(formulation: str, solver: str) -> str:
@@ -25,9 +36,9 @@ def method_label(formulation: str, solver: str) -> str:
 
 def method_style(formulation: str, solver: str) -> dict:
     """Matplotlib keywords of a method: colour by solver, line style and marker by formulation."""
-    index = _SOLVER_ORDER.index(solver) if solver in _SOLVER_ORDER else len(_SOLVER_ORDER) + sum(map(ord, solver)) % 3
+    index = _SOLVER_ORDER.index(solver) if solver in _SOLVER_ORDER else len(_SOLVER_ORDER) + sum(map(ord, solver)) % 4
     line, marker = _FORM_STYLE.get(formulation, ("-", "x"))
-    return {"color": f"C{index % 10}", "linestyle": line, "marker": marker}
+    return {"color": _colour(index), "linestyle": line, "marker": marker}
 
 
 def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | None = None):
@@ -45,15 +56,22 @@ def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | Non
     sub = profiles[profiles["profile"] == profile]
     finite = sub["tau"][np.isfinite(sub["tau"])]
     right = tau_max or max(2.0, 1.2 * float(finite.max()) if len(finite) else 2.0)
-    for (form, solver), curve in sub.groupby(["formulation", "solver"], sort=True):
+    order = {s: i for i, s in enumerate(_SOLVER_ORDER)}
+    methods = sorted(sub.groupby(["formulation", "solver"]).groups,
+                     key=lambda m: (order.get(m[1], len(order)), m[1], list(_FORM_STYLE).index(m[0])
+                                    if m[0] in _FORM_STYLE else len(_FORM_STYLE), m[0]))
+    for form, solver in methods:
+        curve = sub[(sub["formulation"] == form) & (sub["solver"] == solver)]
         curve = curve[np.isfinite(curve["tau"])].sort_values("tau")
         taus = np.concatenate([[1.0], curve["tau"].to_numpy(), [right]])
         fracs = np.concatenate([[0.0], curve["fraction"].to_numpy(), [curve["fraction"].max() if len(curve) else 0]])
         style = method_style(form, solver)
-        style.pop("marker")
+        solved = "" if len(curve) else " (none found)"
         # clip_on=False and the margins below: a curve along rho = 0, rho = 1 or tau = 1 stays visible
-        # instead of running under the frame
-        ax.step(taus, fracs, where="post", label=method_label(form, solver), lw=1.4, clip_on=False, **style)
+        # instead of running under the frame. The formulation's marker sits on every step the curve takes
+        # (not on the frame's ends), so curves that run together can still be told apart.
+        ax.step(taus, fracs, where="post", label=method_label(form, solver) + solved, lw=1.4, clip_on=False,
+                markevery=list(range(1, len(taus) - 1)), ms=4.5, markerfacecolor="none", **style)
     ax.set_xscale("log")
     ax.set_xlim(1.0 / 1.06, right * 1.02)
     log_ticks(ax.xaxis)
@@ -62,7 +80,10 @@ def plot_performance_profile(profiles, ax, *, profile: str, tau_max: float | Non
     ax.set_ylabel("share of problems found within τ")
     ax.set_title(f"performance profile, profile {profile}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # one entry per curve, grouped by solver (colour), with handles long enough to show the line style
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, handlelength=4.0,
+              title="solver/formulation\n(colour: solver;\nline, marker: formulation)", title_fontsize="x-small",
+              alignment="left")
     return ax
 
 

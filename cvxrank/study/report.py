@@ -28,27 +28,78 @@ from cvxrank.study.summary import (
     success_rates,
 )
 
-__all__ = ["cpu_model", "environment", "write_report"]
+__all__ = ["blas_libraries", "cpu_model", "environment", "write_report"]
 
 #: Packages whose versions a report lists (when installed).
 PACKAGES = ("cvxrank", "cvxpy", "numpy", "scipy", "pandas", "clarabel", "ecos", "osqp", "scs", "threadpoolctl",
             "joblib", "dask", "distributed", "matplotlib")
 
 
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`)."""
+def _cpuinfo() -> dict:
+    """The first processor's fields of ``/proc/cpuinfo`` (empty off Linux)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break  # the first processor's block ends
+                key, _, value = line.partition(":")
+                fields[key.strip().lower()] = value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown"
+    return fields
+
+
+def _l3_cache() -> str:
+    """The size of the L3 cache of cpu0 (Linux sysfs), e.g. ``"32768K"``, or ""."""
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    try:
+        for index in sorted(base.glob("index*")):
+            if (index / "level").read_text().strip() == "3":
+                return (index / "size").read_text().strip()
+    except OSError:
+        pass
+    return ""
+
+
+def cpu_model() -> str:
+    """The CPU as fully as the machine says: model name, vendor, family/model/stepping, clock, L3 cache, VM.
+
+    ``/proc/cpuinfo`` and sysfs on Linux (a virtual machine may show only ``"AMD EPYC"`` as the model
+    name: family, model and stepping then tell the generation); :func:`platform.processor` elsewhere.
+    """
+    info = _cpuinfo()
+    name = info.get("model name") or platform.processor() or platform.machine() or "unknown"
+    details = []
+    if "vendor_id" in info:
+        ids = ", ".join(f"{k} {info[k]}" for k in ("cpu family", "model", "stepping") if k in info)
+        details.append(f"{info['vendor_id']}" + (f" {ids}" if ids else ""))
+    if "cpu mhz" in info:
+        try:
+            details.append(f"{float(info['cpu mhz']):.0f} MHz")
+        except ValueError:
+            pass
+    l3 = _l3_cache()
+    if l3:
+        kib = int(l3[:-1]) if l3[:-1].isdigit() and l3.endswith("K") else None
+        details.append(f"L3 {kib // 1024} MiB" if kib and kib % 1024 == 0 else f"L3 {l3}")
+    if "hypervisor" in info.get("flags", "").split():
+        details.append("virtual machine")
+    return name + (f" ({'; '.join(details)})" if details else "")
+
+
+def blas_libraries() -> list[str]:
+    """The BLAS libraries loaded here, with their versions (threadpoolctl), e.g. ``["openblas 0.3.30"]``."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - a dependency of cvxrank
+        return []
+    return sorted({f"{lib.get('internal_api')} {lib.get('version')}" for lib in threadpool_info()
+                   if lib.get("user_api") == "blas"})
 
 
 def environment() -> dict:
-    """CPU, cores, OS, Python and package versions."""
+    """CPU, cores, OS, Python, BLAS and package versions."""
     versions = {}
     for name in PACKAGES:
         try:
@@ -56,7 +107,7 @@ def environment() -> dict:
         except metadata.PackageNotFoundError:
             continue
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "platform": platform.platform(),
-            "python": sys.version.split()[0], "packages": versions}
+            "python": sys.version.split()[0], "blas": blas_libraries(), "packages": versions}
 
 
 def _fmt(df: pd.DataFrame, fmt: str) -> pd.DataFrame:
@@ -145,6 +196,23 @@ def findings(df: pd.DataFrame, rates: pd.DataFrame, sgm: pd.DataFrame, growth: p
             out.append(f"{instance}, profile {profile}: {what} grows as pairs^{lo[f'{kind}_exponent']:.2f} for "
                        f"{lo.solver}/{lo.formulation} up to pairs^{hi[f'{kind}_exponent']:.2f} for "
                        f"{hi.solver}/{hi.formulation} (fits over {int(fit['n_sizes'].max())} sizes).")
+    def column(name):  # a table of other origin may lack the newer columns
+        return pd.to_numeric(df[name], errors="coerce") if name in df.columns else pd.Series(np.nan, index=df.index)
+
+    at_cap = df[df["found"].astype(bool) & (column("iterations") >= column("work_limit"))]
+    if len(at_cap):
+        methods = ", ".join(f"{n} {m}" for m, n in (at_cap["solver"] + "/" + at_cap["formulation"]).value_counts()
+                            .items())
+        words = ", ".join(sorted(set(at_cap.get("solver_status", pd.Series(dtype=str)).astype(str)) - {""}))
+        words = words or "not recorded"
+        out.append(f"{len(at_cap)} run(s) used their whole iteration cap and are still certified within ε, so they "
+                   f"are `optimal` (the certificate decides; their solvers said {words}): {methods}.")
+    certify = column("certify_time")
+    if certify.notna().any():
+        r = df.loc[certify.idxmax()]
+        out.append(f"Longest certificate: {r['certify_time']:.3g} s of a {r['wall_time']:.3g} s run (solve "
+                   f"{r['solve_time']:.3g} s), {r['solver']}/{r['formulation']} on {r['instance']} size {r['size']}, "
+                   f"profile {r['profile']}; the `certify_time` column has every run's.")
     peak = df.loc[df["peak_memory"].idxmax()] if df["peak_memory"].notna().any() else None
     if peak is not None:
         out.append(f"Largest peak memory: {peak['peak_memory']:.0f} MiB, {peak['solver']}/{peak['formulation']} on "
@@ -159,42 +227,74 @@ def _header(df, title, study, command, env) -> list[str]:
     if command:
         out += ["", "Produced by:", "", "```", command, "```"]
     versions = sorted({(r.solver, r.solver_version) for r in df.itertuples() if r.solver_version})
+    threads = sorted({int(t) for t in pd.to_numeric(df.get("blas_threads", pd.Series(dtype=float)),
+                                                     errors="coerce").dropna()})
+    attrs = df.attrs
+    if attrs.get("scheduler"):
+        jobs = f"on the Dask cluster {attrs['scheduler']} (each run in its own process on a worker)"
+    elif attrs.get("jobs"):
+        jobs = (f"{attrs['jobs']} at a time on this machine, each in its own process "
+                f"({attrs.get('isolation', 'forkserver')} isolation)")
+    else:
+        jobs = "not recorded (the table was not made by run_study in this process)"
     return out + ["", "## Environment", "",
-                  f"- CPU: {env['cpu']} ({env['cores']} logical cores)",
+                  f"- CPU: {env['cpu']}; {env['cores']} logical cores",
                   f"- OS: {env['platform']}; Python {env['python']}",
+                  "- BLAS: " + (", ".join(env.get("blas") or ["none loaded"]))
+                  + "; threads per run as the workers measured them (threadpoolctl, `blas_threads` column): "
+                  + (", ".join(map(str, threads)) if threads else "not recorded"),
+                  f"- Runs: {jobs}; each run once (no repeats, so every time is one measurement and no "
+                  "spread is shown)",
                   "- Packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
                   "- Solver versions as reported by the runs: " + ", ".join(f"{s} {v}" for s, v in versions), ""]
 
 
 def _definition(df, study, time_limit) -> list[str]:
-    inst = df.groupby(["instance", "size"], sort=False)[["documents", "pairs", "features"]].max().astype("Int64")
-    out = ["## Study", "", "Instances (documents, pairs and features of the training data):", "", _table(inst), "",
+    groups = df.groupby(["instance", "size"], sort=False)
+    inst = groups[["documents", "pairs", "features"]].max().astype("Int64")
+    inst = _fmt(inst, "g").assign(reference_gap=_fmt(groups[["reference_gap"]].max(), ".1e")["reference_gap"])
+    timeouts = int((df["status"] == "timeout").sum())
+    out = ["## Study", "", ("Instances (documents, pairs and features of the training data; `reference_gap`: the "
+                            "certified relative gap of the instance's reference, the largest over cost settings):"),
+           "", _table(inst), "",
            (f"- Formulations: {', '.join(pd.unique(df['formulation']))}; solvers: "
            f"{', '.join(pd.unique(df['solver']))}; profiles: {', '.join(pd.unique(df['profile']))}"),
            f"- Cost settings: {', '.join(pd.unique(df['cost']))}",
-           f"- Time limit per run: {time_limit:g} s (build, compile, solve and certificate); {len(df)} runs"]
+           (f"- Time limit per run: {time_limit:g} s (build, compile, solve and certificate), a safety net: "
+            f"{timeouts} of {len(df)} runs reached it")]
     if study is not None:
         solver, form, profile = study.reference
         table = options_table(study.solvers, study.profiles).rename_axis("solver")
-        caps = {s: o for s, o in study.solver_options.items() if o}
-        if caps:
-            out.append("- Solver options added to every run (e.g. `cvxrank compare`'s default iteration caps, "
-                       "the solver registry's `quick_max_iter`; a run that reaches a cap is a `user_limit` "
-                       "row): " + "; ".join(f"{s} " + ", ".join(f"{k}={v}" for k, v in o.items())
-                                            for s, o in caps.items()))
-        if study.max_iter is not None:
-            out.append(f"- Iteration cap per run: {study.max_iter:,} (each solver's own option name; not the "
-                       "reference): a run that reaches it is a `user_limit` row on any machine")
+        caps = {s: study.run_options(s) for s in study.solvers}
+        out.append("- Iteration cap of every run (not the reference), in each solver's own option: "
+                   + "; ".join(f"{s} " + (", ".join(f"{k}={v}" for k, v in o.items()) or "none") for s, o in caps.items())
+                   + (" (`max_iter` of the study)" if study.max_iter is not None else
+                      " (the study's default, `cvxrank.study.definition.iteration_cap`: the registry's quick cap "
+                      "where it has one, else the work limit of `cvxrank.solve`)")
+                   + ". The caps, not the clock, end runs, so the table is the same on any machine; the time "
+                     "limit is a safety net (a `timeout` row is a run it caught).")
         out += [(f"- Reference of each instance: {solver} on the {form} formulation at profile {profile.name} "
-                f"(ε = {profile.tol:g}), certified by cvxrank's duality gap"), "",
-                "Solver options of each profile (one table translates ε into every solver's names):", "",
-                _table(table)]
-    return out + ["", ("A run is *found* when its status is `optimal`: the solver finished and cvxrank's "
-                       "certified relative duality gap is at most the profile's ε. `objective` is the hinge "
+                f"(ε = {profile.tol:g}), certified by cvxrank's duality gap (its certified relative gap per "
+                "instance and cost setting is the `reference_gap` column)"), "",
+                ("Solver options of each profile (one table translates ε into every solver's names; "
+                 "cvxrank's own `tol` is not among them):"), "", _table(table), "",
+                ("cvxrank's `tol` is no solver option: it is the certified relative duality gap a run must reach "
+                 "to be `optimal`, ε of the profile ("
+                 + ", ".join(f"{p.name} {p.tol:g}" for p in study.profiles)
+                 + "), and the stopping rule of the native solvers.")]
+    return out + ["", ("A run is *found* when its status is `optimal`: cvxrank's certified relative duality gap "
+                       "is at most the profile's ε, with no slack. The certificate decides the status, as in "
+                       "`cvxrank.solve`: a run its iteration cap stopped short of ε is `user_limit`; a run that "
+                       "used its whole cap yet is certified within ε is `optimal` (`solver_status` keeps the "
+                       "solver's own word, `work_limit` the cap). `objective` is the hinge "
                        "objective (9) of SIGIR 2006 at the run's `w` (of the cost setting's variant, when it "
                        "names one: `variant=...`); `objective_error` and `w_error` are relative to the "
-                       "reference of the same cost setting. Wall time counts building the CVXPY problem, "
-                       "compiling, solving and the certificate. An `unsupported` row is a solver or formulation "
+                       "reference of the same cost setting; an error at or below the reference's own certified "
+                       "gap (`reference_gap`) is below what the reference can resolve and is marked so. Wall "
+                       "time counts building the CVXPY problem, compiling, solving and the certificate; "
+                       "`certify_time` is the certificate alone; `solve_time` is the solver's own report, or "
+                       "cvxrank's wall clock around the solver call where the solver reports 0 s, a negative "
+                       "time or none (`solve_time_source`). An `unsupported` row is a solver or formulation "
                        "that cannot state the variant: left out of success rates and mean times, counted as "
                        "not solved in performance profiles."), ""]
 
@@ -210,10 +310,22 @@ def _results(df, rates, sgm, growth, figs, rel) -> list[str]:
             out += [f"![performance profile {profile}]({rel}/{figs[('profile', profile)]})", ""]
     out += ["## Statuses", "", _table(status_counts(df)), "", "## Accuracy", "",
             ("Median over problems of the certified relative gap, the objective error and the distance to the "
-             "reference `w`, for the runs found:"), ""]
-    acc = (df[df["found"]].groupby(["formulation", "solver", "profile"], sort=False)
-           [["relative_gap", "objective_error", "w_error"]].median())
-    out += [_table(acc, ".1e") if len(acc) else "(no run was found)", ""]
+             "reference `w`, for the runs found, next to the reference's own certified gap:"), ""]
+    found = df[df["found"].astype(bool)]
+    found = found.assign(below_ref=pd.to_numeric(found["objective_error"], errors="coerce")
+                         <= pd.to_numeric(found["reference_gap"], errors="coerce"))
+    groups = found.groupby(["formulation", "solver", "profile"], sort=False)
+    acc = groups[["relative_gap", "objective_error", "reference_gap", "w_error"]].median()
+    if len(acc):
+        shown = _fmt(acc, ".1e")
+        shown["below_ref"] = [f"{int(k)} of {int(n)}" for k, n in zip(groups["below_ref"].sum(), groups.size())]
+        out += [_table(shown), "", ("`reference_gap` is the reference's own certified relative gap (median over the "
+                                    "problems): an objective error at or below it is below the reference's "
+                                    "accuracy and says only that the run is as accurate as the reference can "
+                                    f"tell; `below_ref` counts such runs ({int(found['below_ref'].sum())} of "
+                                    f"{len(found)} found runs)."), ""]
+    else:
+        out += ["(no run was found)", ""]
     if df["ndcg10"].notna().any():
         nd = df.groupby(["formulation", "solver", "profile"], sort=False)["ndcg10"].mean().unstack("profile")
         out += ["Mean held-out NDCG@10:", "", _table(nd, ".4f"), ""]
@@ -231,10 +343,21 @@ def _results(df, rates, sgm, growth, figs, rel) -> list[str]:
 
 
 def _appendix(df) -> list[str]:
-    cols = ["instance", "size", "pairs", "cost", "formulation", "solver", "profile", "status", "found",
-            "wall_time", "iterations", "relative_gap", "objective_error", "w_error", "primal_residual",
-            "peak_memory"]
-    out = ["## All runs", "", _table(df[cols], ".3g", index=False), ""]
+    cols = ["instance", "size", "pairs", "cost", "formulation", "solver", "profile", "status", "solver_status",
+            "found", "wall_time", "solve_time", "certify_time", "iterations", "work_limit", "relative_gap",
+            "objective_error", "w_error", "primal_residual", "peak_memory"]
+    shown = _fmt(df[cols], ".3g")
+    own = df["solve_time_source"].astype(str) == "cvxrank"
+    shown.loc[own, "solve_time"] = shown.loc[own, "solve_time"] + " (c)"
+    below = pd.to_numeric(df["objective_error"], errors="coerce") <= pd.to_numeric(df["reference_gap"],
+                                                                                  errors="coerce")
+    shown.loc[below, "objective_error"] = shown.loc[below, "objective_error"] + " *"
+    out = ["## All runs", "",
+           ("Times in seconds, peak memory in MiB. `solve_time` marked (c) was timed by cvxrank (the solver "
+            f"reported 0 s or none; {int(own.sum())} runs); `objective_error` marked * is at or below the "
+            f"reference's certified gap ({int(below.sum())} runs). `status` is cvxrank's verdict from its "
+            "certificate, `solver_status` the solver's own; `work_limit` the iteration cap."), "",
+           _table(shown, index=False), ""]
     failed = df[df["message"].astype(str) != ""]
     if len(failed):
         out += ["Messages of runs that failed:", "",

@@ -244,7 +244,8 @@ def run_study(study: Study, out, *, jobs: int = 1, scheduler=None, overwrite: bo
     pandas.DataFrame
         Every row of the study (columns :data:`~cvxrank.study.COLUMNS`), in
         grid order; ``attrs`` holds ``hash``, ``ran`` (rows run by this
-        call), ``skipped`` (rows found in ``out``), ``references`` and ``out``.
+        call), ``skipped`` (rows found in ``out``), ``references``, ``out``, and how the runs ran:
+        ``jobs``, ``isolation`` (local runs) or ``scheduler`` (Dask), which the report states.
 
     Raises
     ------
@@ -259,7 +260,7 @@ def run_study(study: Study, out, *, jobs: int = 1, scheduler=None, overwrite: bo
         raise CvxrankError("run_study was called inside a study worker: the worker re-imported the script that "
                            "started the study; put the script's code under if __name__ == '__main__':")
     jobs = check("jobs", jobs, POSITIVE_INT)
-    isolation_mode(isolation)  # validates the name
+    mode = isolation_mode(isolation)  # validates the name
     client, release = (None, None) if scheduler is None else connect(scheduler, connect_timeout)
     try:
         store = ResultStore(out, study, overwrite=overwrite)
@@ -274,6 +275,8 @@ def run_study(study: Study, out, *, jobs: int = 1, scheduler=None, overwrite: bo
             release()
     df = _order(store.load(), study)
     df.attrs.update(hash=study.hash, ran=n_todo, skipped=study.n_runs - n_todo, out=str(out),
+                    jobs=None if client is not None else jobs, isolation=None if client is not None else mode,
+                    scheduler=None if scheduler is None else str(scheduler),
                     references={k: {kk: v for kk, v in r.items() if kk != "w"} for k, r in store.references().items()})
     return df
 

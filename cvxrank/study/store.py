@@ -50,6 +50,9 @@ def load_results(folder) -> pd.DataFrame:
     df = pd.read_csv(path, dtype={"instance": str, "cost": str, "formulation": str, "solver": str,
                                   "profile": str, "status": str, "message": str})
     df["found"] = df["found"].astype(str).str.lower() == "true"
+    for col in COLUMNS:  # a table written before a column existed: not measured then
+        if col not in df.columns:
+            df[col] = float("nan")
     for col in ("message", "resolved_formulation", "solver_status", "solver_version", "solve_time_source"):
         df[col] = ["" if pd.isna(v) else str(v) for v in df[col]]  # an all-empty column reads as float NaN
     return df[list(COLUMNS)]
