@@ -486,15 +486,14 @@ def estimate_tau(data, T: int | None = 100, *, random_state=None, average: str =
     ``2^r - 1`` as in (20)/SIGIR.
 
     With ``Q_ab`` the queries that have both grades, ``Q`` all the queries of ``data`` and
-    ``drop_q`` a query's mean NDCG@1 drop over its ``T`` swaps, ``average`` chooses the mean over queries:
+    ``drop_q`` a query's mean NDCG@1 drop over its ``T`` swaps, ``average`` chooses the mean over
+    queries: ``"queries_with_both"`` (the default) and ``"all_queries"`` give, in this order,
 
     .. math::
 
-        \tau_{ab} = \frac{1}{|Q_{ab}|} \sum_{q \in Q_{ab}} \mathrm{drop}_q
-        \quad \text{("queries_with_both")}, \qquad
-        \tau_{ab} = \frac{1}{|Q|} \sum_{q \in Q_{ab}} \mathrm{drop}_q
-        = \frac{|Q_{ab}|}{|Q|} \tau_{ab}^{\text{with both}}
-        \quad \text{("all_queries")}.
+        \tau_{ab} = \frac{1}{|Q_{ab}|} \sum_{q \in Q_{ab}} \mathrm{drop}_q ,
+        \qquad
+        \tau_{ab} = \frac{1}{|Q|} \sum_{q \in Q_{ab}} \mathrm{drop}_q .
 
     Fig. 1 of ECML 2006 returns ``Drop / k`` with ``k`` the number of queries, and section 5.2 of
     SIGIR 2006 averages "over all the queries in the dataset": read literally, that is

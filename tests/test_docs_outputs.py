@@ -87,7 +87,7 @@ def test_formulations_page_tau_table_is_measured():
 
     text = section((ROOT / "docs" / "formulations.md").read_text(), "## Costs")
     rows = re.findall(r"^\| \((\d), (\d)\) \| (\d+) \| ([0-9.]+) \| ([0-9.]+) \|$", text, flags=re.M)
-    assert len(rows) == 5
+    assert len(rows) == 7
     data = cr.load_letor(DATA)
     both = cr.estimate_tau(data, T=None).set_index(["higher", "lower"])
     every = cr.estimate_tau(data, T=None, average="all_queries").set_index(["higher", "lower"])
@@ -96,3 +96,5 @@ def test_formulations_page_tau_table_is_measured():
         assert int(n) == both.loc[key, "n_queries"]
         assert tau_both == f"{both.loc[key, 'tau']:.4f}" and tau_all == f"{every.loc[key, 'tau']:.4f}", key
     assert data.n_queries == 201 and "201 queries" in text
+    shown = dict(re.findall(r"τ\((\d, \d)\) = ([0-9.]+)", text))  # the values the text quotes (all_queries)
+    assert shown and all(f"{every.loc[tuple(map(int, k.split(', '))), 'tau']:.3f}" == v for k, v in shown.items())
