@@ -320,10 +320,9 @@ class SolveResult:
     def support_summary(self, problem, *, tol: float = 1e-6, bins=10) -> dict:
         r"""The pairs by their place in Theorem 1's box and by their margin: dual and primal side by side.
 
-        With the pair margins :math:`m_i = z_i \langle w, d_i \rangle` at this result's ``w`` and the
-        certificate's dual point :math:`\alpha` in the box :math:`0 \le \alpha_i \le C_i`,
-        :math:`C_i = \tau_{k(i)} \mu_{q(i)} / (2\lambda)` (Theorem 1 and (18)-(19) of Cao et al.,
-        SIGIR 2006), complementary slackness at the optimum reads
+        With the pair margins ``m_i = z_i <w, d_i>`` at this result's ``w`` and the certificate's dual
+        point ``α`` in the box ``0 ≤ α_i ≤ C_i``, ``C_i = τ_k(i) μ_q(i) / (2λ)`` (Theorem 1 and
+        (18)-(19) of Cao et al., SIGIR 2006), complementary slackness at the optimum reads
 
         .. math::
 
@@ -331,22 +330,20 @@ class SolveResult:
             0 < \alpha_i < C_i \Rightarrow m_i = 1, \qquad
             \alpha_i = C_i \Rightarrow m_i \le 1 ,
 
-        equivalently :math:`m_i > 1 \Rightarrow \alpha_i = 0` and :math:`m_i < 1 \Rightarrow
-        \alpha_i = C_i`; a pair exactly on the margin (:math:`m_i = 1`) may have any
-        :math:`\alpha_i` in :math:`[0, C_i]`. Its ``table`` counts the pairs in each cell, so the
-        implications can be read off: only the cells they allow hold pairs, up to ``tol``.
+        equivalently ``m_i > 1 ⇒ α_i = 0`` and ``m_i < 1 ⇒ α_i = C_i``; a pair exactly on the
+        margin (``m_i = 1``) may have any ``α_i`` in ``[0, C_i]``. Its ``table`` counts the pairs in
+        each cell, so the implications can be read off: at an optimum only the cells they allow hold
+        pairs, up to ``tol``.
 
         Parameters
         ----------
         problem : RankingProblem or Formulation
             The problem this result solves (its pairs and costs ``C``; a Formulation gives its
-            :attr:`~cvxrank.formulations.base.Formulation.ranking`). The papers' problem: hinge
-            loss, margin 1.
+            ``ranking``). The papers' problem: hinge loss, margin 1.
         tol : float, default 1e-6
-            The tolerance of every comparison: :math:`\alpha_i \le \mathrm{tol} \cdot C_i` counts as
-            :math:`\alpha_i = 0`, :math:`\alpha_i \ge (1 - \mathrm{tol}) C_i` as :math:`\alpha_i = C_i`
-            (between them, :math:`0 < \alpha_i < C_i`); :math:`|m_i - 1| \le \mathrm{tol}` counts as on
-            the margin.
+            The tolerance of every comparison: ``α_i ≤ tol·C_i`` counts as ``α_i = 0``,
+            ``α_i ≥ (1 − tol)·C_i`` as ``α_i = C_i`` (between them, ``0 < α_i < C_i``);
+            ``|m_i − 1| ≤ tol`` counts as on the margin.
         bins : int or sequence of float, default 10
             The bins of the margin histogram (:func:`numpy.histogram`): a number of equal bins
             over the margins' range, or the bin edges.
@@ -355,17 +352,17 @@ class SolveResult:
         -------
         dict
             ``"tol"``, ``"n_pairs"`` (ℓ);
-            ``"alpha"``: ``{"zero", "between", "at_C"}`` counts;
-            ``"margin"``: ``{"below", "at", "above"}`` counts (:math:`m_i < 1 - \mathrm{tol}`,
-            :math:`|m_i - 1| \le \mathrm{tol}`, :math:`m_i > 1 + \mathrm{tol}`);
+            ``"alpha"``: counts ``{"zero", "between", "at_C"}``;
+            ``"margin"``: counts ``{"below", "at", "above"}`` (``m_i < 1 − tol``,
+            ``|m_i − 1| ≤ tol``, ``m_i > 1 + tol``);
             ``"table"``: a pandas.DataFrame of shape (3, 3), the pair counts with rows
             ``alpha = 0``, ``0 < alpha < C``, ``alpha = C`` and columns ``margin < 1``,
             ``margin = 1``, ``margin > 1``;
             ``"violations"``: the pairs in the cells complementary slackness excludes
-            (:math:`\alpha_i = 0` below the margin, :math:`0 < \alpha_i < C_i` off it,
-            :math:`\alpha_i = C_i` above it), 0 at an exact optimum;
-            ``"histogram"``: ``(counts, edges)`` of :func:`numpy.histogram` of the margins, arrays
-            of shapes ``(n_bins,)`` and ``(n_bins + 1,)``.
+            (``α_i = 0`` below the margin, ``0 < α_i < C_i`` off it, ``α_i = C_i`` above it),
+            0 at an exact optimum;
+            ``"histogram"``: ``(counts, edges)`` of :func:`numpy.histogram` of the margins,
+            arrays of shapes ``(n_bins,)`` and ``(n_bins + 1,)``.
 
         Raises
         ------
@@ -381,7 +378,7 @@ class SolveResult:
         >>> data = cr.RankingData(np.array([[3.0, 1.0], [2.0, 2.0], [0.5, 0.0], [1.0, 3.0], [0.0, 1.0]]),
         ...                       y=[2, 1, 0, 1, 0], qid=[1, 1, 1, 2, 2])
         >>> problem = cr.RankingProblem(data, tau={(2, 1): 1.0, (2, 0): 2.0, (1, 0): 0.5}, mu="balanced", lam=2.0)
-        >>> s = cr.solve(cr.build_dual(problem), "clarabel").support_summary(problem, tol=1e-5)
+        >>> s = cr.solve(cr.build_dual(problem), "clarabel").support_summary(problem)
         >>> s["alpha"], s["margin"], s["violations"]
         ({'zero': 2, 'between': 1, 'at_C': 1}, {'below': 1, 'at': 1, 'above': 2}, 0)
         """
