@@ -46,7 +46,9 @@ plot_simulation_data(data, w=directions, ax=ax, title="ranking directions on the
 
 # %%
 # The figure goes to PNG and PDF in its own folder; it is shown only when the backend can show a window.
-paths = save_figures({"cost_sensitive_simulation": fig}, os.environ.get("CVXRANK_FIGURES"))
-print("figure saved:", ", ".join(os.path.basename(p) for p in paths), "in", os.path.dirname(paths[0]))
+folder = os.environ.get("CVXRANK_FIGURES")   # None: a new temporary folder
+paths = save_figures({"cost_sensitive_simulation": fig}, folder)
+names = ", ".join(os.path.basename(p) for p in paths)
+print(f"figure saved: {names} in {os.path.dirname(paths[0])}")
 if interactive_backend():
     plt.show()

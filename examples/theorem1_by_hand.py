@@ -79,7 +79,9 @@ right.legend(frameon=False)
 # `save_figures` writes it as PNG (for screens) and PDF (for papers and slides) into a new temporary
 # folder, or into the folder `CVXRANK_FIGURES` names; `plt.show()` runs only when the backend can
 # show a window (not in the docs build, the tests or a session without a display).
-paths = save_figures({"theorem1_by_hand": fig}, os.environ.get("CVXRANK_FIGURES"))
-print("figure saved:", ", ".join(os.path.basename(p) for p in paths), "in", os.path.dirname(paths[0]))
+folder = os.environ.get("CVXRANK_FIGURES")   # None: a new temporary folder
+paths = save_figures({"theorem1_by_hand": fig}, folder)
+names = ", ".join(os.path.basename(p) for p in paths)
+print(f"figure saved: {names} in {os.path.dirname(paths[0])}")
 if interactive_backend():
     plt.show()
