@@ -69,8 +69,10 @@ direction = rng.standard_normal(3)
 direction /= np.linalg.norm(direction)
 t = np.linspace(-1.0, 1.0, 101)
 line = [qp.w + s * direction for s in t]
-right.plot(t, [cr.hinge_objective(pairs, w, weights, lam) for w in line], lw=3, color="0.75", label="L(w*+tv), (9)")
-right.plot(t, [2 * lam * cr.qp_objective(pairs, w, C) for w in line], "k--", label="2 lambda M(w*+tv), (14)")
+L_line = [cr.hinge_objective(pairs, w, weights, lam) for w in line]
+M_line = [cr.qp_objective(pairs, w, C) for w in line]
+right.plot(t, L_line, lw=3, color="0.75", label="L(w*+tv), (9)")
+right.plot(t, 2 * lam * np.array(M_line), "k--", label="2 lambda M(w*+tv), (14)")
 right.set(xlabel="t", ylabel="objective", title="L = 2 lambda M along a line through w*")
 right.legend(frameon=False)
 
