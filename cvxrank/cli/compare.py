@@ -9,7 +9,9 @@ Instances: 'ohsumed' (generated like OHSUMED: 3 grades, 45 features, ~150 docume
 size = queries), 'web' (5 grades, 136 features, ~100 documents a query; size = queries), 'ecml'
 (the ECML 2006 simulation; size s gives 10s/2s/s documents per grade), 'letor:PATH' (size = the
 first queries of the file; no --sizes for all). Native solvers (subgradient, gd, ...) run once
-per cell with formulation 'native'."""
+per cell with formulation 'native'. The defaults (formulations, solvers, profile, time limit,
+reference, iteration caps) are those of cvxrank.study.Study, read from one place
+(cvxrank.study.defaults): the same study gives the same table from here and from Python."""
 
 from __future__ import annotations
 

@@ -121,6 +121,8 @@ def timed_solve(res, wall: float) -> tuple[float, str]:
     (0.30000000000000004, 'cvxrank')
     """
     extras = res.extras if isinstance(getattr(res, "extras", None), dict) else {}
+    if extras.get("solve_time_source") in ("solver", "cvxrank") and _usable(res.solve_time):
+        return float(res.solve_time), extras["solve_time_source"]  # a backend that says whose time it is
     stats = extras.get("solver_stats")
     # the CVXPY backend already put its own timing where the solver gave none: that is not the solver's
     reported = res.solve_time if stats is None or getattr(stats, "solve_time", None) is not None else None
