@@ -26,7 +26,7 @@ import numpy as np
 from cvxrank.costs import MAX_C
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["MAX_FEATURE", "MIN_FEATURE", "check_scale", "largest_abs"]
+__all__ = ["MAX_FEATURE", "MIN_FEATURE", "check_feature_scale", "check_scale", "largest_abs"]
 
 #: The range of the largest ``|x|``; see the module docstring.
 MIN_FEATURE = 1e-50
@@ -40,6 +40,23 @@ def largest_abs(X) -> float:
         return 0.0
     with np.errstate(over="ignore"):
         return max(float(values.max()), -float(values.min()))
+
+
+def check_feature_scale(X) -> None:
+    """Refuse features whose largest ``|x|`` lies outside ``[MIN_FEATURE, MAX_FEATURE]`` (0 is allowed):
+    the features' half of :func:`check_scale`, for problems without pair costs (the listwise one).
+
+    Raises
+    ------
+    ValidationError
+        Naming the largest ``|x|`` and saying to rescale the features.
+    """
+    s = largest_abs(X)
+    if s > MAX_FEATURE or 0 < s < MIN_FEATURE:
+        what = (f"above {MAX_FEATURE:g}: the QP's squares (||d_i||^2, the scores X w) overflow float64" if s > 1
+                else f"below {MIN_FEATURE:g}: the QP's products (the scores X w, ||w||^2) underflow float64")
+        raise ValidationError(f"the features reach |x| = {s:.3g}, {what}; rescale the features "
+                              "(e.g. divide each column by its largest |value|)")
 
 
 def check_scale(X, largest_weight: float, lam: float) -> None:
@@ -66,12 +83,7 @@ def check_scale(X, largest_weight: float, lam: float) -> None:
     ...
     cvxrank.exceptions.ValidationError: the features reach |x| = 1e+200, above 1e+50: the QP's squares (||d_i||^2, the scores X w) overflow float64; rescale the features (e.g. divide each column by its largest |value|)
     """
-    s = largest_abs(X)
-    if s > MAX_FEATURE or 0 < s < MIN_FEATURE:
-        what = (f"above {MAX_FEATURE:g}: the QP's squares (||d_i||^2, the scores X w) overflow float64" if s > 1
-                else f"below {MIN_FEATURE:g}: the QP's products (the scores X w, ||w||^2) underflow float64")
-        raise ValidationError(f"the features reach |x| = {s:.3g}, {what}; rescale the features "
-                              "(e.g. divide each column by its largest |value|)")
+    check_feature_scale(X)
     C = float(largest_weight) / (2.0 * float(lam))
     low = 1.0 / (2.0 * MAX_C)
     if not low <= C <= MAX_C:
