@@ -27,25 +27,29 @@ data = cr.make_ecml_simulation(sizes=(500, 100, 50), random_state=0)
 tau = {(2, 1): 1.0, (2, 0): 1.0, (1, 0): 0.05}   # large on r3-r2 and r3-r1, small on r2-r1
 models = {"Ranking SVM": RankSVM(lam=0.5), "cost-sensitive": CostSensitiveRankSVM(tau=tau, lam=0.5)}
 directions = {}
-print(f"{'method':15s} {'w':>20s} {'angle':>7s}   NDCG@1   @10   @20   @50  @100")
+print(f"{'method':14s} {'w':>15s} {'angle':>6s}  NDCG@1   @10   @20   @50  @100")
 for name, model in models.items():
     model.fit(data)
     w = directions[name] = model.coef_
     angle = np.degrees(np.arctan2(w[1], w[0]))
     scores = data.X @ w
     ndcg = [ndcg_score(data.y, scores, data.qid, k=k) for k in (1, 10, 20, 50, 100)]
-    print(f"{name:15s} {np.array2string(w, precision=3):>20s} {angle:6.1f}°  "
-          + "  ".join(f"{v:.3f}" for v in ndcg), f"  ({model.result_.status})")
-print("The cost-sensitive direction is closer to the first axis (smaller angle), as in the paper's Fig. 2.")
+    print(f"{name:14s} {np.array2string(w, precision=3):>15s} {angle:5.1f}°  "
+          + "  ".join(f"{v:.3f}" for v in ndcg))
+print("status:", ", ".join(f"{name} {m.result_.status}" for name, m in models.items()))
+print("The cost-sensitive direction is closer to the first axis (smaller angle),")
+print("as in the paper's Fig. 2.")
 
 # %%
 # The documents of the three grades and the two ranking directions (the paper's Fig. 2). cvxrank's
 # plot functions draw on the Axes they are given (or on a stand-alone figure of their own).
 fig, ax = plt.subplots(figsize=(6.0, 5.5), layout="constrained")
-plot_simulation_data(data, w=directions, ax=ax, title="ranking directions on the ECML 2006 simulation")
+plot_simulation_data(data, w=directions, ax=ax,
+                     title="ranking directions on the ECML 2006 simulation")
 
 # %%
-# The figure goes to PNG and PDF in its own folder; it is shown only when the backend can show a window.
+# The figure goes to PNG and PDF in its own folder; it is shown only when the backend can
+# show a window.
 folder = os.environ.get("CVXRANK_FIGURES")   # None: a new temporary folder
 paths = save_figures({"cost_sensitive_simulation": fig}, folder)
 names = ", ".join(os.path.basename(p) for p in paths)
