@@ -171,10 +171,13 @@ def test_cv_command_bad_input(args, message, capsys):
 def test_edges_of_the_grid():
     from cvxrank.experiments.cv import CVResult, _edges
 
-    grid = [{"C": c, "pcf": p} for c in (0.1, 1.0, 10.0) for p in (1.5, 2.0)]
+    grid = [{"C": c, "pcf": p} for c in (0.1, 1.0, 10.0) for p in (1.5, 2.0, 3.0)]
     assert _edges({"C": 10.0, "pcf": 1.5}, grid) == "C=10 (top); pcf=1.5 (bottom)"
-    assert _edges({"C": 1.0, "pcf": 2.0}, grid) == "pcf=2 (top)"
+    assert _edges({"C": 1.0, "pcf": 3.0}, grid) == "pcf=3 (top)"
+    assert _edges({"C": 1.0, "pcf": 2.0}, grid) == ""
     assert _edges({"lam": 1.0}, [{"lam": 1.0}]) == ""  # a single value is no choice
+    two = [{"lam": 0.1}, {"lam": 10.0}]  # with two values every choice is an edge: no warning
+    assert _edges({"lam": 0.1}, two) == "" and _edges({"lam": 10.0}, two) == ""
     sel = pd.DataFrame({"method": ["A", "A", "A", "B"], "fold": ["f1", "f2", "f3", "f1"],
                         "params": ["lam=10", "lam=10", "lam=1", "lam=1"],
                         "at_edge": ["lam=10 (top)", "lam=10 (top)", "", ""]})
@@ -194,7 +197,15 @@ def test_cv_command_prints_choices_and_warns_at_the_edge(tmp_path, capsys):
     text = capsys.readouterr().out
     sel = pd.read_csv(out / "selection.csv")
     assert "chosen" in text and f"{sel['params'].iloc[0]} (" in text
-    # with two values every choice is at an edge of the grid
-    assert sel["at_edge"].str.contains(r"\((?:top|bottom)\)").all()
-    assert "warning: RankSVM chose the edge of its grid: lam=" in text
-    assert "edge of their grid" in (out / "report.md").read_text()
+    # with two values every choice is at an edge of the grid: that says nothing, so no warning
+    assert sel["at_edge"].isna().all()
+    assert "edge of its grid" not in text and "edge of their grid" not in (out / "report.md").read_text()
+    out3 = tmp_path / "cv3"
+    assert main(["cv", "--queries", "9", "--features", "3", "--n-folds", "3", "--methods", "ranksvm",
+                 "--lams", "0.1,1,10", "--out", str(out3), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    sel = pd.read_csv(out3 / "selection.csv")
+    at_edge = sel["params"].isin(["lam=0.1", "lam=10"])
+    assert (sel["at_edge"].notna() == at_edge).all()
+    assert ("warning: RankSVM chose the edge of its grid: lam=" in text) == at_edge.any()
+    assert ("edge of their grid" in (out3 / "report.md").read_text()) == at_edge.any()

@@ -179,7 +179,8 @@ class CVResult:
 
     def edge_warnings(self) -> list[str]:
         """One line per method and parameter value chosen at the edge (lowest or highest value) of its
-        grid: the validation score may still rise beyond the grid, so the grid should be widened."""
+        grid: the validation score may still rise beyond the grid, so the grid should be widened.
+        Only grids of at least three values count: with two, every choice is an edge."""
         if "at_edge" not in self.selection:
             return []
         lines = []
@@ -401,11 +402,12 @@ def cross_validate(splits, methods=DEFAULT_METHODS, *, grids=None, params=None, 
 
 def _edges(point: dict, grid: list[dict]) -> str:
     """``"lam=10 (top)"`` for each numeric parameter of ``point`` at the lowest ("bottom") or highest
-    ("top") of the values ``grid`` tries for it (when it tries more than one); joined by "; "."""
+    ("top") of the values ``grid`` tries for it, when it tries at least three (with one value there is
+    no choice, with two every choice is an edge and says nothing); joined by "; "."""
     found = []
     for key, value in point.items():
         values = sorted({g[key] for g in grid if isinstance(g[key], (int, float)) and not isinstance(g[key], bool)})
-        if len(values) < 2 or not isinstance(value, (int, float)) or isinstance(value, bool):
+        if len(values) < 3 or not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
         if value == values[0]:
             found.append(f"{_fmt({key: value})} (bottom)")
