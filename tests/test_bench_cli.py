@@ -71,6 +71,9 @@ def test_bench_path_refuses_bad_sizes_in_one_line(capsys):
     (["native", "--kernel", "foo"], "--kernel must be one of auto, compiled, numpy"),
     (["native", "--seed", "-1"], "--seed must be a non-negative integer"),
     (["io", "--big-lines", "-1"], "--big-lines must be a positive integer, got -1"),
+    (["path", "--report", "/no-such-folder-cvxrank/r.md"], "folder /no-such-folder-cvxrank does not exist"),
+    (["formulations", "--json", "/no-such-folder-cvxrank/f.json"], "folder /no-such-folder-cvxrank does not exist"),
+    (["native", "--json", "/no-such-folder-cvxrank/n.json"], "folder /no-such-folder-cvxrank does not exist"),
 ])
 def test_bench_refuses_every_bad_option_in_one_line_before_running(argv, message, capsys):
     """Options the instances asked for do not read are checked too: a typo fails now, not in an hour."""

@@ -230,6 +230,7 @@ def report(head, shape_rows, args) -> str:
 
 def check_args(args) -> None:
     """Refuse any option no run could use, in one line, before the first (maybe half-hour) run."""
+    from cvxrank._io import check_outputs
     from cvxrank._validation import POSITIVE_INT, SEED, TIMEOUT, TOL, Interval
     from cvxrank.bench._checks import check_lam_option, check_option, number_list
     from cvxrank.exceptions import ValidationError
@@ -245,6 +246,7 @@ def check_args(args) -> None:
     check_option("shape-pairs", args.shape_pairs, POSITIVE_INT)
     check_option("features", args.features, POSITIVE_INT)
     check_option("seed", args.seed, SEED)
+    check_outputs([args.json, args.report])  # before the (maybe half-hour) runs, not after them
 
 
 def run(args) -> int:

@@ -93,6 +93,7 @@ def run(args) -> int:
 
     from sklearn.datasets import load_svmlight_file
 
+    from cvxrank._io import check_outputs
     from cvxrank._validation import POSITIVE_INT
     from cvxrank.bench._checks import check_option
     from cvxrank.data import load_letor
@@ -104,6 +105,7 @@ def run(args) -> int:
                            f"got {args.sizes!r}")
     for name in ("features", "big_features", "big_lines", "qid_max_lines"):
         check_option(name.replace("_", "-"), getattr(args, name), POSITIVE_INT)
+    check_outputs([args.json])  # before the files are written and read, not after
     folder = args.dir or os.path.join(tempfile.gettempdir(), "cvxrank-bench-io")
     os.makedirs(folder, exist_ok=True)
     result = {"scaling": [], "big": None}

@@ -806,6 +806,7 @@ def check_args(args) -> tuple[list, set, float, object]:
     """Refuse any option no run could use, in one line, before the first instance is generated (each
     option is checked whether or not the instances asked for read it); return the instances, the
     references to skip, ``λ = 1/(2C)`` and the :class:`~cvxrank.costs.Costs` of ``--tau`` and ``--mu``."""
+    from cvxrank._io import check_outputs
     from cvxrank._validation import POSITIVE, POSITIVE_INT, SEED, TOL, Interval
     from cvxrank.bench._checks import check_lam_option, check_option, number_list
     from cvxrank.costs import Costs, check_lam
@@ -843,6 +844,7 @@ def check_args(args) -> tuple[list, set, float, object]:
         raise ValidationError(f"--floor-methods takes {', '.join(FLOOR_METHODS)}, got {args.floor_methods!r}")
     oracle_threads(args.oracle_threads)
     _kernels(args.kernel)
+    check_outputs([args.json])  # before the run, not after it
     return instances, skip, lam, costs
 
 

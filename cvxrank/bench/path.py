@@ -141,6 +141,7 @@ def _line(r) -> str:
 def check_args(args) -> tuple[list, list]:
     """Refuse any option no run could use, in one line, before the first solve; return the
     configurations ``[(formulation, solver), ...]`` and the sizes in queries."""
+    from cvxrank._io import check_outputs
     from cvxrank._validation import SEED, TOL, Interval
     from cvxrank.bench._checks import check_config, check_lam_option, check_option
     from cvxrank.exceptions import ValidationError
@@ -154,6 +155,7 @@ def check_args(args) -> tuple[list, list]:
         raise ValidationError(f"--lam-min ({lam_min:g}) must be below --lam-max ({lam_max:g})")
     check_option("tol", args.tol, TOL)
     check_option("seed", args.seed, SEED)
+    check_outputs([args.json, args.report])  # before the run, not after it
     return configs, _sizes(args.queries)
 
 
