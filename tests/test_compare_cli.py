@@ -156,3 +156,10 @@ def test_variants_axis_from_the_command_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("cvxrank compare: error:"), err
     assert not (tmp_path / "never").exists()
+
+
+def test_repeats_must_be_a_positive_integer(tmp_path, capsys):
+    assert main(BASE + ["--out", str(tmp_path / "never"), "--repeats", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--repeats must be a positive integer" in err[0]
+    assert not (tmp_path / "never").exists()

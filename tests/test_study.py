@@ -562,3 +562,14 @@ def test_every_curve_of_a_performance_profile_has_its_own_legend_entry():
     looks = {(str(h.get_color()), str(h.get_linestyle()), h.get_marker()) for h in legend.legend_handles}
     assert len(looks) == len(methods)  # every entry identifies one curve
     plt.close(fig)
+
+
+def test_repeated_runs_give_median_times_and_their_spread(tmp_path):
+    study = Study([Instance.from_data("t", tiny())], ["lifted"], ["clarabel"], ["low"], repeats=3)
+    assert study.hash != Study([Instance.from_data("t", tiny())], ["lifted"], ["clarabel"], ["low"]).hash
+    df = run_study(study, tmp_path / "s", progress=False, jobs=2)
+    row = df.iloc[0]
+    assert len(df) == 1 and row["repeats"] == 3 and row["status"] == "optimal" and row["message"] == ""
+    assert 0 < row["wall_time_min"] <= row["wall_time"] <= row["wall_time_max"]
+    text = write_report(df, tmp_path / "report.md", time_limit=study.timeout, study=study).read_text()
+    assert "each run 3 times, each time in a fresh process" in text and "| wall_time_min | wall_time_max |" in text

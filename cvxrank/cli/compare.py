@@ -27,6 +27,7 @@ EPILOG = """examples:
   cvxrank compare --instances ohsumed --sizes 1,2,4 --formulations primal,lifted,dual,hinge \\
       --solvers clarabel,ecos,osqp,scs --profiles low,mid --out study --jobs 2 --timeout 60
   cvxrank compare ... --max-iter 10000          # cap iterations: the table no longer depends on timing
+  cvxrank compare ... --repeats 3                # each run 3 times: median times and their spread
   cvxrank compare --instances ecml --sizes 5,10,20 --solvers clarabel,subgradient --out ecml-study
   cvxrank compare --instances letor:train.txt --test-fraction 0.2 --solvers clarabel --out letor-study
   cvxrank compare --instances ohsumed --sizes 1,2 --lams 0.1,1 --mu none,balanced --out costs-study
@@ -72,6 +73,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--timeout", type=float, default=DEFAULTS["timeout"],
                         help=f"seconds per run, a safety net: the iteration caps end runs (default "
                              f"{DEFAULTS['timeout']:g})")
+    parser.add_argument("--repeats", type=int, default=DEFAULTS["repeats"],
+                        help="times each run is made, each in a fresh process; the report gives median times and "
+                             f"their spread (default {DEFAULTS['repeats']})")
     parser.add_argument("--max-iter", type=int, dest="max_iter",
                         help="iteration cap of every solver of the study, under each solver's own option name "
                              "(cvxrank.solvers.registry.SOLVERS), for the runs, not the reference; a run "
@@ -110,6 +114,7 @@ def _check_values(args) -> None:
     check_option("connect-timeout", args.connect_timeout, POSITIVE)
     check_option("seed", args.seed, Interval(0, 2**32, closed="left", integer=True))
     check_option("jobs", args.jobs, POSITIVE_INT)
+    check_option("repeats", args.repeats, POSITIVE_INT)
     if args.max_iter is not None:
         check_option("max-iter", args.max_iter, MAX_ITER)
     for name in ("solvers", "formulations", "profiles", "lams", "mu", "instances", "sizes", "variants"):
@@ -170,7 +175,7 @@ def study_from_args(args):
     instances = make_instances(specs, sizes, seed=args.seed, test_fraction=args.test_fraction)
     # the iteration caps are the Study's own default (iteration_cap): the API gives the same table
     return Study(instances, formulations, solvers, profiles, costs, timeout=args.timeout, reference=tuple(ref),
-                 max_iter=args.max_iter)
+                 max_iter=args.max_iter, repeats=args.repeats)
 
 
 def shown_path(path) -> str:
@@ -210,6 +215,8 @@ def command_line(args) -> str:
     parts.append(f"--timeout {args.timeout:g}")
     if args.max_iter is not None:
         parts.append(f"--max-iter {args.max_iter}")
+    if args.repeats != DEFAULTS["repeats"]:
+        parts.append(f"--repeats {args.repeats}")
     if args.seed:
         parts.append(f"--seed {args.seed}")
     if args.reference != ":".join(DEFAULTS["reference"]):

@@ -8,7 +8,7 @@ caps are :func:`cvxrank.study.definition.iteration_cap`; ``λ`` is :data:`cvxran
 __all__ = ["DEFAULTS"]
 
 #: Formulations, solvers (the installed ones of these), profiles, time limit per run (seconds, a safety
-#: net), reference (solver, formulation, profile) and BLAS threads per run of a study.
+#: net), reference (solver, formulation, profile), BLAS threads per run and repeats of each run.
 DEFAULTS = {
     "formulations": ("primal", "lifted", "dual", "hinge"),
     "solvers": ("clarabel", "ecos", "osqp", "scs"),
@@ -16,4 +16,5 @@ DEFAULTS = {
     "timeout": 60.0,
     "reference": ("clarabel", "auto", "high"),
     "threads": 1,
+    "repeats": 1,
 }

@@ -39,13 +39,16 @@ STUDY_FORMULATIONS = FORMULATIONS + ("auto", "native")
 #: call, used when the solver reports no usable time: 0, negative, NaN or none). ``certify_time`` is
 #: cvxrank's certificate alone; ``work_limit`` the iteration cap the run had (its solver's own unit);
 #: ``reference_gap`` the certified relative gap of the reference the errors are measured against;
-#: ``blas_threads`` the BLAS threads the worker ran with (threadpoolctl).
+#: ``blas_threads`` the BLAS threads the worker ran with (threadpoolctl); ``repeats`` how many times the
+#: run was made (each in a fresh process; the time columns are then medians) and ``wall_time_min`` /
+#: ``wall_time_max`` the spread of its wall time.
 COLUMNS = (
     "instance", "size", "documents", "pairs", "features", "cost", "formulation", "solver", "profile",
     "status", "found", "setup_time", "solve_time", "solve_time_source", "certify_time", "wall_time", "iterations",
     "work_limit", "objective", "reference_objective", "reference_gap", "objective_error", "w_error",
     "primal_residual", "dual_residual", "duality_gap", "relative_gap", "ndcg10", "peak_memory", "blas_threads",
-    "lam", "tol", "resolved_formulation", "solver_status", "solver_version", "message",
+    "repeats", "wall_time_min", "wall_time_max", "lam", "tol", "resolved_formulation", "solver_status",
+    "solver_version", "message",
 )
 
 #: Columns that identify a run (a resumed study skips rows with a key already stored).
@@ -250,6 +253,13 @@ class Study:
     threads : int, default 1
         BLAS threads of each run (threadpoolctl), so parallel runs do not
         oversubscribe the cores and timings stay comparable.
+    repeats : int, default 1
+        Times each run is made, each in a fresh process (cold: nothing cached
+        from the previous repeat). The row keeps the first repeat's results;
+        its time columns are medians over the repeats, ``peak_memory`` the
+        largest, ``wall_time_min`` / ``wall_time_max`` the spread; a repeat
+        whose status or iterations differ from the first is named in
+        ``message``. The reference is solved once.
     """
 
     instances: tuple
@@ -264,6 +274,7 @@ class Study:
     warm_start: bool = False
     threads: int = DEFAULTS["threads"]
     max_iter: int | None = None
+    repeats: int = DEFAULTS["repeats"]
 
     def __post_init__(self):
         if self.solvers is None:
@@ -294,6 +305,7 @@ class Study:
             raise ValidationError(f"solver_options for solvers not in the study: {unknown}")
         check("max_iter", self.max_iter, POSITIVE_INT.or_none())
         check("threads", self.threads, POSITIVE_INT)
+        check("repeats", self.repeats, POSITIVE_INT)
         for name, value in (("instances", instances), ("formulations", tuple(formulations)),
                             ("solvers", tuple(solvers)), ("profiles", profiles), ("costs", costs),
                             ("reference", (ref[0].lower(), ref[1], get_profile(ref[2]))),
@@ -341,6 +353,7 @@ class Study:
                                for s, o in sorted(self.solver_options.items())},
             "warm_start": self.warm_start,
             "threads": self.threads,
+            "repeats": self.repeats,
         }
 
     @cached_property

@@ -243,10 +243,27 @@ def _header(df, title, study, command, env) -> list[str]:
                   "- BLAS: " + (", ".join(env.get("blas") or ["none loaded"]))
                   + "; threads per run as the workers measured them (threadpoolctl, `blas_threads` column): "
                   + (", ".join(map(str, threads)) if threads else "not recorded"),
-                  f"- Runs: {jobs}; each run once (no repeats, so every time is one measurement and no "
-                  "spread is shown)",
+                  f"- Runs: {jobs}; {_repeats_text(df)}",
                   "- Packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
                   "- Solver versions as reported by the runs: " + ", ".join(f"{s} {v}" for s, v in versions), ""]
+
+
+def _repeats_text(df) -> str:
+    """How often each run was made, and the spread of its wall time when more than once."""
+    repeats = pd.to_numeric(df["repeats"], errors="coerce") if "repeats" in df.columns else pd.Series(dtype=float)
+    n = int(repeats.max()) if repeats.notna().any() else 1
+    if n <= 1:
+        return "each run once (no repeats, so every time is one measurement and no spread is shown)"
+    lo, hi, mid = (pd.to_numeric(df[c], errors="coerce") for c in ("wall_time_min", "wall_time_max", "wall_time"))
+    spread = ((hi - lo) / mid).where(mid > 0)
+    text = (f"each run {n} times, each time in a fresh process; times are medians over the repeats, "
+            "`wall_time_min` and `wall_time_max` the spread")
+    if spread.notna().any():
+        r = df.loc[spread.idxmax()]
+        text += (f"; (max - min) / median of the wall time: median {spread.median():.1%} over the runs, largest "
+                 f"{spread.max():.1%} ({r['solver']}/{r['formulation']} on {r['instance']} size {r['size']}, "
+                 f"profile {r['profile']})")
+    return text
 
 
 def _definition(df, study, time_limit) -> list[str]:
@@ -346,6 +363,8 @@ def _appendix(df) -> list[str]:
     cols = ["instance", "size", "pairs", "cost", "formulation", "solver", "profile", "status", "solver_status",
             "found", "wall_time", "solve_time", "certify_time", "iterations", "work_limit", "relative_gap",
             "objective_error", "w_error", "primal_residual", "peak_memory"]
+    if "repeats" in df.columns and pd.to_numeric(df["repeats"], errors="coerce").max() > 1:
+        cols[cols.index("wall_time") + 1:cols.index("wall_time") + 1] = ["wall_time_min", "wall_time_max"]
     shown = _fmt(df[cols], ".3g")
     own = df["solve_time_source"].astype(str) == "cvxrank"
     shown.loc[own, "solve_time"] = shown.loc[own, "solve_time"] + " (c)"

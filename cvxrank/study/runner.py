@@ -199,6 +199,51 @@ def _finish(row: dict, ref: dict | None) -> dict:
     return row
 
 
+#: Columns a repeated run reports as the median over its repeats.
+REPEATED_TIMES = ("setup_time", "solve_time", "certify_time", "wall_time")
+
+
+def merge_repeats(rows: list[dict]) -> dict:
+    """One row of a run made ``len(rows)`` times: the first repeat's results, times as medians.
+
+    ``peak_memory`` is the largest of the repeats, ``wall_time_min`` / ``wall_time_max`` the spread of the
+    wall time, ``solve_time_source`` ``"cvxrank"`` if any repeat's solve time was cvxrank's. A repeat
+    whose status or iteration count differs from the first is named in ``message``: a run's outcome
+    must not depend on the repeat.
+
+    Examples
+    --------
+    >>> rows = [{"status": "optimal", "iterations": 9, "wall_time": t, "setup_time": 0.1, "solve_time": t / 2,
+    ...          "certify_time": 0.01, "peak_memory": m, "solve_time_source": "solver", "message": ""}
+    ...         for t, m in ((1.0, 5.0), (3.0, 6.0), (2.0, 4.0))]
+    >>> row = merge_repeats(rows)
+    >>> row["repeats"], row["wall_time"], row["wall_time_min"], row["wall_time_max"], row["peak_memory"]
+    (3, 2.0, 1.0, 3.0, 6.0)
+    """
+    row = dict(rows[0])
+    walls = np.array([r.get("wall_time", math.nan) for r in rows], dtype=float)
+    row["repeats"] = len(rows)
+    row["wall_time_min"] = float(np.nanmin(walls)) if np.isfinite(walls).any() else math.nan
+    row["wall_time_max"] = float(np.nanmax(walls)) if np.isfinite(walls).any() else math.nan
+    if len(rows) == 1:
+        return row
+    for col in REPEATED_TIMES:
+        values = np.array([r.get(col, math.nan) for r in rows], dtype=float)
+        row[col] = float(np.median(values[np.isfinite(values)])) if np.isfinite(values).any() else math.nan
+    memory = np.array([r.get("peak_memory", math.nan) for r in rows], dtype=float)
+    row["peak_memory"] = float(np.nanmax(memory)) if np.isfinite(memory).any() else math.nan
+    if any(r.get("solve_time_source") == "cvxrank" for r in rows):
+        row["solve_time_source"] = "cvxrank"
+    outcomes = [(r.get("status"), r.get("iterations")) for r in rows]
+    if len({(s, None if i is None or (isinstance(i, float) and math.isnan(i)) else int(i))
+            for s, i in outcomes}) > 1:
+        said = "; ".join(f"{s}, {i} iterations" for s, i in outcomes)
+        row["message"] = one_line(f"{row.get('message') or ''} the repeats differ: {said}".strip())
+    for r in rows[1:]:
+        r.pop("_w", None)
+    return row
+
+
 def _order(df: pd.DataFrame, study: Study) -> pd.DataFrame:
     """Rows in grid order (instances, cost settings, cells as the study lists them)."""
     rank = {}
@@ -284,14 +329,16 @@ def run_study(study: Study, out, *, jobs: int = 1, scheduler=None, overwrite: bo
 def _execute(executor, study, store, refs, ref_tasks, run_tasks, progress, load_timeout) -> None:
     from tqdm.auto import tqdm
 
-    total = sum(len(t.costs) for t in ref_tasks + run_tasks)
+    total = sum(len(t.costs) for t in ref_tasks) + study.repeats * sum(len(t.costs) for t in run_tasks)
     bar = tqdm(total=total, desc="cvxrank study", unit="run", disable=not progress or total == 0, file=sys.stderr)
     pending = {}
     for task in ref_tasks:
         pending[executor.submit(task, study.reference_timeout, load_timeout)] = task
     for task in run_tasks:
-        pending[executor.submit(task, study.timeout, load_timeout)] = task
+        for _ in range(study.repeats):  # each repeat in its own process: cold, as the first
+            pending[executor.submit(task, study.timeout, load_timeout)] = task
     waiting = defaultdict(list)
+    repeated = defaultdict(list)  # rows of a run until all its repeats are in
     try:
         while pending:
             for fut in executor.wait_any(pending):
@@ -311,7 +358,12 @@ def _execute(executor, study, store, refs, ref_tasks, run_tasks, progress, load_
                         store.append([_finish(r, refs[k]) for r in waiting.pop(k)])
                     continue
                 done = []
-                for row in rows:
+                for one in rows:
+                    key = row_key(one)
+                    repeated[key].append(one)
+                    if len(repeated[key]) < study.repeats:
+                        continue
+                    row = merge_repeats(repeated.pop(key))
                     k = _ref_id(row["instance"], row["size"], row["cost"])
                     if k in refs:
                         done.append(_finish(row, refs[k]))

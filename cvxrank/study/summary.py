@@ -249,7 +249,8 @@ def growth_exponents(df: pd.DataFrame, *, size: str = "pairs", time: str = "wall
 
 
 #: Columns that depend on the machine (its speed, load and BLAS), not on the computation.
-TIMING = ("setup_time", "solve_time", "solve_time_source", "certify_time", "wall_time", "peak_memory", "blas_threads")
+TIMING = ("setup_time", "solve_time", "solve_time_source", "certify_time", "wall_time", "wall_time_min",
+          "wall_time_max", "peak_memory", "blas_threads")
 #: Columns compared exactly by :func:`compare_tables`; the other numeric ones with a tolerance.
 EXACT = ("documents", "pairs", "features", "status", "found", "iterations", "resolved_formulation", "solver_status")
 

@@ -83,7 +83,8 @@ def skeleton_row(task: Task, cost, sizes: dict | None, status: str, message: str
         "wall_time": nan, "iterations": nan, "work_limit": nan, "objective": nan, "reference_objective": nan,
         "reference_gap": nan, "objective_error": nan, "w_error": nan, "primal_residual": nan, "dual_residual": nan,
         "duality_gap": nan, "relative_gap": nan, "ndcg10": nan, "peak_memory": nan,
-        "blas_threads": _BLAS_THREADS[0] if _BLAS_THREADS else nan, "lam": cost.lam, "tol": task.profile.tol, "resolved_formulation": "",
+        "blas_threads": _BLAS_THREADS[0] if _BLAS_THREADS else nan, "repeats": 1, "wall_time_min": nan,
+        "wall_time_max": nan, "lam": cost.lam, "tol": task.profile.tol, "resolved_formulation": "",
         "solver_status": "", "solver_version": "", "message": one_line(message),
     }
 
