@@ -183,16 +183,20 @@ def dual_rounding(problem: RankingProblem, alpha, affine=()) -> float:
         v = v - A.T @ nu
         eps = eps + gamma(A.shape[0] + SLACK) * (np.abs(A).T @ np.abs(nu))
         shift += float(np.abs(nu) @ np.abs(np.asarray(c, dtype=np.float64)))
-    vv = float(np.dot(v, v))
-    ve = float(np.linalg.norm(v) * np.linalg.norm(eps))
-    ee = float(np.dot(eps, eps))
+    # The conjugate φ*(v) = Σ_j v_j u_j − ½u_j² − ρ|u_j| at its maximiser u = clip(S_ρ(v), l, u) (u = v for
+    # the papers' problem) is 1-smooth with gradient u: an error ε in v moves it by ‖u‖‖ε‖ + ½‖ε‖².
     rho = problem.variant.l1 / (2.0 * problem.lam)
+    lo, hi = problem.variant.bounds(v.size)
+    u = np.clip(np.sign(v) * np.maximum(np.abs(v) - rho, 0.0), lo, hi)
+    vv = float(np.sum(np.abs(v * u) + 0.5 * u * u + rho * np.abs(u)))
+    ve = float(np.linalg.norm(u) * np.linalg.norm(eps))
+    ee = float(np.dot(eps, eps))
     h = 0.0
     if problem.variant.loss == "squared_hinge":
         C = problem.C
         with np.errstate(divide="ignore", invalid="ignore"):
             h = float(np.sum(np.where(C > 0, alpha * alpha / (4.0 * np.where(C > 0, C, 1.0)), 0.0)))
-    total = (gamma(P + SLACK) * (linear + h) + gamma(n + SLACK) * (2.0 * vv + rho * float(np.abs(v).sum()))
+    total = (gamma(P + SLACK) * (linear + h) + gamma(n + SLACK) * 2.0 * vv
              + 2.0 * ve + ee + gamma(len(affine) + SLACK) * shift + 8.0 * U * (linear + h + vv + shift))
     return total + _absolute(problem)
 

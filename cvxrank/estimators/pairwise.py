@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxrank._validation import POSITIVE_INT, Interval, check
+from cvxrank._validation import POSITIVE_INT, TOL, check
 from cvxrank.costs import Costs, estimate_tau
 from cvxrank.data import RankingData
 from cvxrank.estimators.base import BaseRanker, as_ranking_data, resolve_lam
@@ -64,7 +64,7 @@ class _PairwiseRanker(BaseRanker):
         if self.formulation not in FORMULATIONS + ("auto",):
             raise ValidationError(f"unknown formulation {self.formulation!r}; choose one of "
                                   f"{', '.join(FORMULATIONS + ('auto',))}")
-        check("tol", self.tol, Interval(0, 1, closed="neither", none=True))
+        check("tol", self.tol, TOL.or_none())
         check("max_iter", self.max_iter, ITERATION_CAP.or_none())
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")

@@ -20,6 +20,7 @@ from cvxrank.listwise.cvx import solve_listwise_cvxpy
 from cvxrank.listwise.loss import _as_layout, check_C, listwise_objective
 from cvxrank.listwise.newton import solve_newton
 from cvxrank.listwise.result import ListwiseResult
+from cvxrank.native.scale import check_feature_scale
 
 __all__ = ["ListwiseProblem"]
 
@@ -52,6 +53,7 @@ class ListwiseProblem:
     def __init__(self, data, *, C=1.0, pcf=None):
         self.layout = _as_layout(data, pcf)
         self.C = check_C(C)
+        check_feature_scale(self.layout.X)  # before Newton's exp() sees them
 
     @property
     def pcf(self) -> float | None:

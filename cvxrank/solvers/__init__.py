@@ -44,6 +44,7 @@ from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.formulations import Formulation, build
 from cvxrank.native.cutting_plane import _solve as _cutting_plane
 from cvxrank.native.cutting_plane import cutting_plane
+from cvxrank.native.scale import check_feature_scale
 from cvxrank.native.truncated_newton import _solve as _truncated_newton
 from cvxrank.native.truncated_newton import truncated_newton
 from cvxrank.problem import RankingProblem
@@ -232,7 +233,7 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
         ``"fallback"`` (the solvers of :data:`FALLBACK_CHAIN` in order, the first certified
         solution; ``options`` then maps solver names to their options).
     tol : float, optional
-        Relative duality-gap tolerance in (0, 1): a solution is ``"optimal"`` only if its
+        Relative duality-gap tolerance in [1e-15, 1) (no gap below a few float64 epsilons can be certified): a solution is ``"optimal"`` only if its
         certified relative gap is at most ``tol``; native solvers stop there. Default: the
         solver's own (:attr:`SolverSpec.default_tol`: 1e-6; 1e-4 for ``subgradient``; 1e-8
         for ``newton``).
@@ -269,7 +270,7 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
         For an unknown or uninstalled solver (the message lists the installed ones), or one
         that does not solve the problem's variant (the message names the solvers that do).
     ValidationError
-        For a ``tol`` outside (0, 1), an option the solver does not take (the message lists
+        For a ``tol`` outside [1e-15, 1), an option the solver does not take (the message lists
         the valid ones), an option value out of its range (the message names the option, the
         solver and the range) or a ``warm_start`` it cannot use.
     SolverError
@@ -297,6 +298,7 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
     chain = (solver if isinstance(solver, (list, tuple))
              else FALLBACK_CHAIN if str(solver).lower() == "fallback" else None)
     if chain is not None:
+        check_feature_scale(ranking.data.X)  # once, not once per solver of the chain
         if warm_start not in (None, False, True):
             raise ValidationError("warm_start with a chain of solvers is True or False")
         check_names(options, SOLVERS, "a chain of solvers (its options are one dict per solver name)")
