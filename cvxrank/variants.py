@@ -112,9 +112,11 @@ class Variant:
         ``constraints(w) -> list`` of CVXPY constraints on the variable ``w``
         (e.g. ``lambda w: [w[0] >= w[1]]``). Only affine constraints are
         certified: the certificate is the Lagrangian dual value at the
-        solver's constraint duals (module docstring), valid for points as
-        feasible as the returned ``w`` (its violation is the solution's
-        ``primal_residual``).
+        solver's constraint duals (module docstring); the violation of the
+        constraints at the returned ``w`` is bounded by
+        ``certificate.infeasibility``, and ``"optimal"`` needs it within
+        ``certificate.feasibility_tol``. Constraints must be convex under
+        CVXPY's rules (DCP) and hold finite numbers.
 
     Examples
     --------
@@ -254,14 +256,21 @@ class Variant:
         if isinstance(self.margin, str):
             y = np.asarray(pairs.data.y, dtype=np.float64)
             hi, lo = y[pairs.better], y[pairs.worse]
-            m = hi - lo if self.margin == "grade_difference" else np.exp2(hi) - np.exp2(lo)
+            with np.errstate(over="ignore", invalid="ignore"):  # 2**1100 is inf: refused below
+                m = hi - lo if self.margin == "grade_difference" else np.exp2(hi) - np.exp2(lo)
             if pairs.source != "grades" or np.any(m <= 0):
                 raise ValidationError(f"margin={self.margin!r} needs pairs formed from grades "
                                       "(better grade first); give margins per pair instead")
+            if not np.all(np.isfinite(m)) or np.any(m > MAX_L1):
+                raise ValidationError(f"margin={self.margin!r}: margins must be positive and finite, at most "
+                                      f"{MAX_L1:g}; the grades reach {y.max(initial=0):g}, whose differences "
+                                      "leave float64 (rescale the grades, or give margins per pair)")
             return m
         m = np.asarray(self.margin, dtype=np.float64)
         if m.shape != (pairs.n_pairs,) or not np.all(np.isfinite(m)) or np.any(m < 0):
             raise ValidationError(f"margin must be {pairs.n_pairs} non-negative finite numbers, got shape {m.shape}")
+        if pairs.n_pairs and not np.any(m > 0):
+            raise ValidationError("every pair has margin 0: w = 0 is optimal whatever the data, nothing to learn")
         return m
 
     def bounds(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:

@@ -187,8 +187,6 @@ def test_a_constraint_that_cannot_be_solved_is_a_validation_error(constraints):
         cr.solve(problem, "clarabel")
 
 
-@pytest.mark.xfail(strict=True, reason="Variant.margins lets inf and NaN gain differences through to CVXPY "
-                                       "(SolverError 'clarabel failed', or ValueError 'Problem data contains NaN')")
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("grades", [[1100, 0, 3], [2000, 1999, 3]], ids=["inf", "nan"])
 def test_margins_that_overflow_are_refused_by_every_solver(grades):
@@ -224,9 +222,6 @@ def test_pair_free_solvers_refuse_margins_per_pair_naming_who_can(solver, loss):
         cr.solve(problem, solver)
 
 
-@pytest.mark.xfail(strict=True, reason="all-zero margins make w* = 0 and L* = 0: every solver reports "
-                                       "optimal_inaccurate (relative gap 1 = 0/0) with a warning, where zero "
-                                       "weights are refused as 'nothing to learn' (variants.py Variant.margins)")
 @pytest.mark.filterwarnings("ignore::cvxrank.exceptions.InaccurateSolutionWarning")
 def test_all_zero_margins_are_refused_or_solved_exactly():
     problem = cr.RankingProblem(SMALL).with_variant(Variant(margin=np.zeros(_N_PAIRS)))
