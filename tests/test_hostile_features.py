@@ -551,8 +551,6 @@ def test_a_hand_edited_model_is_refused_by_predict_and_evaluate(name, variant_mo
         assert words in err
 
 
-@pytest.mark.xfail(strict=True, reason="a NaN or Infinity literal in a model file is refused without naming "
-                                       "the file (estimators/persistence.py, the JSON constant hook)")
 def test_a_nan_in_a_model_file_names_the_file(variant_model, small_letor, tmp_path, out):
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(_edited(variant_model[1], lambda d: d["coef"].__setitem__(0, float("nan")))))

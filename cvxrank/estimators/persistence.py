@@ -147,8 +147,12 @@ def save_model(model, path) -> None:
     write_atomic(os.fspath(path), json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 
+class _NonFiniteLiteral(ValueError):
+    """A ``NaN``/``Infinity`` literal met while parsing; :func:`load_model` names the file."""
+
+
 def _reject_constant(name):
-    raise ValidationError(f"the model file holds {name}, which is not a finite number")
+    raise _NonFiniteLiteral(name)
 
 
 def model_from_dict(doc, *, source="model") -> object:
@@ -251,6 +255,9 @@ def load_model(path):
         text = raw.decode("utf-8")
         del raw  # not held while the text is parsed
         doc = json.loads(text, parse_constant=_reject_constant)
+    except _NonFiniteLiteral as exc:
+        raise ValidationError(f"{path} is not a valid cvxrank model file: it holds {exc}, which is not a finite "
+                              "number") from None
     except ValidationError:  # a FIFO nothing writes to (read_input names it), or the memory budget
         raise
     except FileNotFoundError:
