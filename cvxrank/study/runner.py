@@ -9,6 +9,9 @@ formulation at its profile); a row's ``objective_error`` and ``w_error`` are
 measured against it, and rows are written to the output folder as soon as
 both are known (:class:`~cvxrank.study.store.ResultStore`).
 
+A study with ``repeats`` > 1 makes every run that many times, each in a fresh process, and stores
+one row per run when all its repeats are in (:func:`merge_repeats`: median times and their spread).
+
 Locally, ``jobs`` threads each drive one worker process at a time. With
 ``scheduler`` the tasks go to a Dask cluster instead (``distributed`` must be
 installed): a ``distributed.Client``, the address of a running scheduler

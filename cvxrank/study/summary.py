@@ -20,6 +20,10 @@ reads back).
 * :func:`growth_exponents`: least-squares slopes of ``log(time)`` and
   ``log(peak memory)`` against ``log(pairs)``, per instance family and method.
 
+A found run whose time is 0, negative or missing is refused by the time summaries (a ratio to 0
+would make every other method infinitely slower): study rows carry cvxrank's own timing where a
+solver reports none (``solve_time_source``).
+
 Rows of status ``"unsupported"`` (a solver or formulation that cannot state a cost setting's
 variant) are left out of the success rates and the shifted geometric means, which judge a method
 on the problems it can state; performance profiles keep them as not solved (``r_pm = ∞``), as
