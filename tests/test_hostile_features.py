@@ -863,9 +863,6 @@ def test_sigint_during_fit_ends_with_130_and_no_model(big_letor, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="SCS, OSQP and ECOS catch SIGINT themselves and return 'interrupted'; "
-                                       "CVXPY maps it to a solver error, so Ctrl-C ends in exit 2 'X failed ... "
-                                       "try another solver' (cvxrank/solvers/cvxpy_backend.py solve_cvxpy)")
 @pytest.mark.parametrize("solver", ["scs", "osqp", "ecos"])
 def test_sigint_inside_a_solver_that_catches_it_ends_with_130(solver, big_letor, tmp_path):
     if solver not in available_solvers():
@@ -890,7 +887,5 @@ def test_sigint_during_verify_ends_with_130_and_no_json(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="Ctrl-C inside SCS becomes an 'error' row; verify carries on, exits 0 "
-                                       "and writes --json (cvxrank/solvers/cvxpy_backend.py solve_cvxpy)")
 def test_sigint_inside_scs_during_verify_ends_with_130(tmp_path):
     _verify_interrupted("scs", tmp_path, delay=0.5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from contextlib import contextmanager
 from importlib import metadata
 
 import cvxpy as cp
@@ -115,6 +116,49 @@ def _scale_hint(ranking) -> str:
             + "): rescale the features to about 1 and choose lam (and l1) on that scale, or try another solver")
 
 
+#: ECOS's exit flag for a Ctrl-C it caught itself (``ECOS_SIGINT``).
+_ECOS_SIGINT = -4
+
+
+def _interrupted(solution) -> bool:
+    """Whether a solver's raw result says it stopped on a Ctrl-C it caught itself: SCS and OSQP report
+    the status ``"interrupted"``, ECOS the exit flag ``ECOS_SIGINT``."""
+    info = solution.get("info") if isinstance(solution, dict) else getattr(solution, "info", None)
+    status = info.get("status") if isinstance(info, dict) else getattr(info, "status", None)
+    if isinstance(status, str) and "interrupt" in status.lower():
+        return True
+    return isinstance(info, dict) and info.get("exitFlag") == _ECOS_SIGINT and "infostring" in info
+
+
+@contextmanager
+def _watch_interrupts(const: str):
+    """Record, in the list it yields, whether the CVXPY solver ``const`` was interrupted by Ctrl-C.
+
+    SCS, OSQP and ECOS install their own SIGINT handler while they run: Python never sees the
+    signal, the solver returns an "interrupted" status and CVXPY reports a solver failure. The raw
+    result passes through the solver interface's ``invert`` (CVXPY keeps one instance per solver),
+    which is wrapped here for the length of one solve.
+    """
+    from cvxpy.reductions.solvers import defines
+
+    seen: list = []
+    instances = [m[const] for m in (defines.SOLVER_MAP_CONIC, defines.SOLVER_MAP_QP) if const in m]
+    for inst in instances:
+        original = type(inst).invert.__get__(inst)
+
+        def invert(solution, inverse_data, _original=original):
+            if _interrupted(solution):
+                seen.append(True)
+            return _original(solution, inverse_data)
+
+        inst.invert = invert
+    try:
+        yield seen
+    finally:
+        for inst in instances:
+            inst.__dict__.pop("invert", None)
+
+
 def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start: bool = False,
                 verbose: bool = False, **options):
     """Solve with the CVXPY solver ``solver`` (a CVXPY entry of the registry) and certify.
@@ -140,11 +184,15 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     problem = formulation.problem
     start = time.perf_counter()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _watch_interrupts(const) as interrupted:
             # CVXPY's generic "may be inaccurate" warning; cvxrank's certificate
             # warns instead, with the certified gap (see cvxrank.solution.finish).
             warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
-            problem.solve(solver=const, warm_start=warm_start, verbose=verbose, **merged)
+            try:
+                problem.solve(solver=const, warm_start=warm_start, verbose=verbose, **merged)
+            finally:
+                if interrupted:  # the user's Ctrl-C, caught by the solver: an interrupt, not a failure
+                    raise KeyboardInterrupt
     except MemoryError:
         raise SolverError(
             f"out of memory while CVXPY compiled or {solver} solved the {formulation.name} formulation "
