@@ -281,3 +281,24 @@ def test_bad_tol(small, tol):
 def test_solve_rejects_non_formulation():
     with pytest.raises(ValidationError, match="a RankingProblem, a Formulation or a ListwiseProblem"):
         solve("not a problem", "clarabel")
+
+
+def test_a_solver_time_of_zero_is_replaced_by_cvxranks_own_and_says_so(monkeypatch):
+    """PIQP reports a solve time of 0: the result then carries cvxrank's wall clock, and says whose time it is."""
+    import types
+
+    import cvxpy as cp
+
+    inst = Instance(3)
+    problem = build_primal(inst.pairs, C=inst.C)
+    res = solve(problem, "clarabel")
+    assert res.extras["solve_time_source"] == "solver" and res.solve_time > 0
+    real = cp.Problem.solver_stats
+
+    def zero_time(self):
+        stats = real.fget(self)
+        return types.SimpleNamespace(**{**vars(stats), "solve_time": 0.0})
+
+    monkeypatch.setattr(cp.Problem, "solver_stats", property(zero_time))
+    res = solve(build_primal(inst.pairs, C=inst.C), "clarabel")
+    assert res.extras["solve_time_source"] == "cvxrank" and res.solve_time > 0
