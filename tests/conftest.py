@@ -1,5 +1,8 @@
 """Shared fixtures: small seeded instances and the installed solvers."""
 
+import errno
+import queue
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -79,3 +82,41 @@ def brute_force_pairs(data, tau=None, mu=None, margin=None):
                     margins.append({None: 1.0, "grade_difference": y[i] - y[j],
                                     "gain_difference": 2.0 ** y[i] - 2.0 ** y[j]}[margin])
     return np.array(rows), np.array(cost), np.array(margins, dtype=float)
+
+
+class FullDisk:
+    """A file object that writes ``limit`` characters and then fails with ENOSPC, like a disk filling up
+    (``limit=0``: a disk already full)."""
+
+    def __init__(self, fh, limit=0):
+        self._fh, self._left = fh, limit
+
+    def write(self, data):
+        if len(data) > self._left:
+            if self._left:
+                self._fh.write(data[: self._left])
+                self._fh.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._left -= len(data)
+        return self._fh.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._fh.close()
+
+
+def readline_within(proc, timeout=300):
+    """The next line ``proc`` prints, waited for as an event; ``timeout`` is only a safety net that fails
+    a hung test (a passing one never waits for it)."""
+    lines = queue.Queue()
+    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=timeout)
+    except queue.Empty:
+        proc.kill()
+        pytest.fail(f"no line from the process within {timeout} s")

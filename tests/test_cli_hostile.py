@@ -13,7 +13,6 @@ The generated-file property runs ``CVXRANK_FUZZ_EXAMPLES`` cases (default
 from __future__ import annotations
 
 import contextlib
-import errno
 import io
 import json
 import os
@@ -28,6 +27,7 @@ import cvxrank as cr
 from cvxrank.cli import main
 from cvxrank.estimators import load_model
 from cvxrank.exceptions import InaccurateSolutionWarning
+from tests.conftest import FullDisk
 from tests.test_fuzz_inputs import FUZZ, letor_files, letor_oracle
 
 GOOD = cr.make_ranking(n_queries=4, docs_per_query=(4, 6), n_features=3, random_state=5)
@@ -194,37 +194,13 @@ def test_hostile_score_file(content, good, tmp_path):
     assert_clean_failure(code, err, "evaluate", out)
 
 
-class _FullDisk:
-    """A file object that writes part of the text and then fails with ENOSPC, like a disk filling up."""
-
-    def __init__(self, fh, limit):
-        self._fh, self._left = fh, limit
-
-    def write(self, data):
-        if len(data) > self._left:
-            self._fh.write(data[: self._left])
-            self._fh.flush()
-            raise OSError(errno.ENOSPC, "No space left on device")
-        self._left -= len(data)
-        return self._fh.write(data)
-
-    def __getattr__(self, name):
-        return getattr(self._fh, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._fh.close()
-
-
 @pytest.fixture
 def full_disk(monkeypatch):
     """``os.fdopen`` (what every atomic writer of cvxrank opens its temporary file with) on a filling disk."""
     real = os.fdopen
 
     def fdopen(fd, *args, **kwargs):
-        return _FullDisk(real(fd, *args, **kwargs), limit=10)
+        return FullDisk(real(fd, *args, **kwargs), limit=10)
 
     monkeypatch.setattr(os, "fdopen", fdopen)
 

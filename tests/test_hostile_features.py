@@ -16,11 +16,11 @@ import glob
 import io
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 import cvxpy as cp
@@ -32,10 +32,15 @@ import cvxrank as cr
 from cvxrank.cli import main
 from cvxrank.data import RankingData, save_letor
 from cvxrank.estimators import load_model
-from cvxrank.exceptions import SolverNotAvailableError, ValidationError
+from cvxrank.exceptions import (
+    InaccurateSolutionWarning,
+    SolverNotAvailableError,
+    ValidationError,
+)
 from cvxrank.pairs import preference_pairs
 from cvxrank.solvers import available_solvers
 from cvxrank.variants import Variant
+from tests.conftest import readline_within
 from tests.test_cli_hostile import assert_clean_failure, run_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -738,17 +743,6 @@ def test_a_concurrent_commands_temporary_file_is_not_called_a_users_file(tmp_pat
 # Two processes: concurrent cv, and interrupts (slow: each starts interpreters)
 # ---------------------------------------------------------------------------------------------
 
-def _readline(proc, timeout=300):
-    """The next line ``proc`` prints, waited for as an event (``timeout`` only fails a hung test)."""
-    lines = queue.Queue()
-    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
-    try:
-        return lines.get(timeout=timeout)
-    except queue.Empty:
-        proc.kill()
-        pytest.fail(f"no line from the process within {timeout} s")
-
-
 def _popen(args, cwd, *, script=None):
     """``cvxrank ARGS`` (or ``python -c SCRIPT ARGS``) with Ctrl-C as at a terminal: a job started in the
     background inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler."""
@@ -779,7 +773,7 @@ CV_ARGS = ["cv", "--out", "cvout", "--methods", "ranksvm", "--queries", "9", "--
 def test_a_second_cv_into_a_folder_being_written_refuses_at_once(tmp_path):
     first = _popen(CV_ARGS, tmp_path, script=CV_WRITING_SLOWLY)
     try:
-        while (line := _readline(first)) and line.strip() != "writing":
+        while (line := readline_within(first)) and line.strip() != "writing":
             pass
         assert line, first.stderr.read()
         second = subprocess.run([sys.executable, "-m", "cvxrank.cli", *CV_ARGS], cwd=tmp_path, env=ENV,
@@ -851,7 +845,7 @@ def _interrupted(proc, command, folder, outputs):
 def _fit_interrupted_in_solver(solver, big_letor, tmp_path, delay):
     proc = _popen(["fit", big_letor, "--model", "m.json", "--solver", solver, "--formulation", "lifted",
                    "--tol", "1e-12", "--max-iter", "1000000"], tmp_path, script=SAY_WHEN_SOLVING)
-    assert _readline(proc).strip() == "solving", proc.stderr.read() if proc.poll() is not None else ""
+    assert readline_within(proc).strip() == "solving", proc.stderr.read() if proc.poll() is not None else ""
     threading.Event().wait(delay)  # into the solver's own loop, past CVXPY's Python prelude
     proc.send_signal(signal.SIGINT)
     _interrupted(proc, "fit", tmp_path, [tmp_path / "m.json"])
@@ -863,17 +857,53 @@ def test_sigint_during_fit_ends_with_130_and_no_model(big_letor, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("solver", ["scs", "osqp", "ecos"])
+@pytest.mark.parametrize("solver", ["scs", "osqp"])  # at tol 1e-12 they run for seconds; ECOS ends too soon
 def test_sigint_inside_a_solver_that_catches_it_ends_with_130(solver, big_letor, tmp_path):
     if solver not in available_solvers():
         pytest.skip(f"{solver} is not installed")  # a skip is not an xpass
     _fit_interrupted_in_solver(solver, big_letor, tmp_path, delay=0.5)
 
 
+def _as_interrupted(raw, solver):
+    """A solver's raw result as it looks after a Ctrl-C the solver caught itself (as measured: SCS and OSQP
+    say "interrupted", ECOS gives the exit flag -4, ECOS_SIGINT)."""
+    if solver == "ecos":
+        raw["info"]["exitFlag"], raw["info"]["infostring"] = -4, "UNKNOWN PROBLEM IN SOLVER"
+    elif solver == "scs":
+        raw["info"]["status"], raw["info"]["status_val"] = "interrupted", -5
+    else:
+        raw.info.status = "interrupted"
+    return raw
+
+
+@pytest.mark.parametrize("solver", ["scs", "osqp", "ecos"])
+def test_a_solver_that_reports_a_caught_ctrl_c_raises_keyboardinterrupt(solver, monkeypatch):
+    """Deterministic: the solver's raw result says it was interrupted; cvxrank raises KeyboardInterrupt (the
+    command line's exit 130), never a solver failure that a chain or ``verify`` would move past."""
+    if solver not in available_solvers():
+        pytest.skip(f"{solver} is not installed")
+    from cvxpy.reductions.solvers import defines
+
+    const = solver.upper()
+    inst = defines.SOLVER_MAP_CONIC.get(const) or defines.SOLVER_MAP_QP[const]
+    real = inst.solve_via_data
+    monkeypatch.setattr(inst, "solve_via_data", lambda *a, **k: _as_interrupted(real(*a, **k), solver))
+    problem = cr.RankingProblem(SMALL, lam=0.1)
+    with pytest.raises(KeyboardInterrupt):
+        cr.solve(problem, solver)
+    with pytest.raises(KeyboardInterrupt):
+        cr.solve(problem, [solver, "clarabel"])  # a chain does not move past it
+    monkeypatch.undo()
+    assert "invert" not in vars(inst)  # the watch is gone after each solve
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        assert cr.solve(problem, solver).w.shape == (SMALL.n_features,)  # an uninterrupted solve goes on as before
+
+
 def _verify_interrupted(solvers, tmp_path, delay):
     proc = _popen(["verify", "--queries", "200", "--features", "20", "--solvers", solvers, "--json", "v.json"],
                   tmp_path)
-    while (line := _readline(proc)) and not line.startswith("reference"):  # the first row: solving has begun
+    while (line := readline_within(proc)) and not line.startswith("reference"):  # the first row: solving has begun
         pass
     assert line, proc.stderr.read()
     threading.Event().wait(delay)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import io
 import json
 import os
@@ -27,6 +26,7 @@ from cvxrank.cli import main
 from cvxrank.data import save_letor
 from cvxrank.estimators import RankSVM
 from cvxrank.exceptions import ValidationError
+from tests.conftest import FullDisk
 
 SMALL = ["--instances", "ecml", "--sizes", "1", "--formulations", "primal", "--solvers", "clarabel", "--profiles",
          "low", "--no-progress"]
@@ -194,25 +194,6 @@ def test_cv_does_not_replace_its_earlier_results_without_overwrite(cvdir):
     assert "cross-validation on" not in out and snapshot(cvdir) == before
 
 
-class _FullDisk:
-    """A file object whose writes fail with ENOSPC, like a full disk."""
-
-    def __init__(self, fh):
-        self._fh = fh
-
-    def write(self, data):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    def __getattr__(self, name):
-        return getattr(self._fh, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._fh.close()
-
-
 _FDOPEN = os.fdopen
 
 
@@ -225,7 +206,7 @@ def fill_disk(monkeypatch, after: int = 0):
         if not mode.startswith("w"):  # a pipe read, say
             return fh
         opened.append(fd)
-        return fh if len(opened) <= after else _FullDisk(fh)
+        return fh if len(opened) <= after else FullDisk(fh)
 
     monkeypatch.setattr(os, "fdopen", fdopen)
 

@@ -9,32 +9,19 @@ from __future__ import annotations
 
 import glob
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 
 import pytest
 
 from cvxrank.data import save_letor
 from cvxrank.datasets import make_ranking
+from tests.conftest import readline_within
 
 pytestmark = pytest.mark.slow
 
 ENV = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
-
-
-def _readline(proc, timeout=300):
-    """The next line ``proc`` prints, waited for as an event; ``timeout`` is only a safety net that fails
-    a hung test (a passing one never waits for it)."""
-    lines = queue.Queue()
-    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
-    try:
-        return lines.get(timeout=timeout)
-    except queue.Empty:
-        proc.kill()
-        pytest.fail(f"no line from the process within {timeout} s")
 
 
 def cli(*args, cwd, timeout=240, env=None):
@@ -176,7 +163,7 @@ def test_no_temporary_file_survives_sigint_or_sigterm(tmp_path, sig):
     (tmp_path / "out.txt").write_text("old\n")
     proc = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, "out.txt"], cwd=tmp_path, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert _readline(proc).strip() == "writing"
+    assert readline_within(proc).strip() == "writing"
     assert glob.glob(str(tmp_path / ".cvxrank-*.tmp"))  # the temporary file exists while writing
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
@@ -191,7 +178,7 @@ def test_sigterm_ends_a_cli_command_as_interrupted(work):
                              "--no-progress"], cwd=work, env={**ENV, "PYTHONUNBUFFERED": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the signal goes when the study has started (its first line is printed), not after a guessed delay
-    assert _readline(proc).startswith("study "), proc.stderr.read() if proc.poll() is not None else ""
+    assert readline_within(proc).startswith("study "), proc.stderr.read() if proc.poll() is not None else ""
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, (out, err)
@@ -306,7 +293,7 @@ def test_a_second_compare_into_a_locked_folder_refuses(work):
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, "st"], cwd=work, env=ENV, stdout=subprocess.PIPE,
                               text=True)
     try:
-        assert _readline(holder).strip() == "locked"
+        assert readline_within(holder).strip() == "locked"
         r = cli(*QUICK_COMPARE, "--out", "st", cwd=work)
         assert r.returncode == 2 and "is writing into st" in r.stderr and str(holder.pid) in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
@@ -328,7 +315,7 @@ def test_no_single_file_output_replaces_a_file_of_a_finished_study(work):
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, "st"], cwd=work, env=ENV, stdout=subprocess.PIPE,
                               text=True)
     try:
-        assert _readline(holder).strip() == "locked"  # as while the study writes
+        assert readline_within(holder).strip() == "locked"  # as while the study writes
         r = cli("predict", "m.json", "d.letor", "--output", "st/results.csv", cwd=work)
         _refused(r, "st/results.csv")
         assert "'cvxrank compare'" in r.stderr
