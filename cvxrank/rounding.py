@@ -43,7 +43,7 @@ from cvxrank.problem import RankingProblem
 __all__ = ["U", "dual_rounding", "gamma", "model_rounding", "primal_rounding"]
 
 #: The unit roundoff of float64, ``2⁻⁵³``.
-U = np.finfo(np.float64).eps / 2
+U = float(np.finfo(np.float64).eps) / 2
 #: The smallest subnormal float64, ``2⁻¹⁰⁷⁴``: the absolute error of one operation under gradual underflow.
 TINY = 2.0 ** -1074
 #: Roundings besides the long sums (products, the ``1 − m`` of a hinge, the weights' ``τ μ/(2λ)``).

@@ -513,10 +513,10 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
         gap_L = 2.0 * lam * gap_M * (1.0 + 4.0 * U)
     infeasibility, scale = _violation(report.affine, w) if variant.constraints is not None else (0.0, 0.0)
     rel = gap_L / L if L > 0 else (0.0 if gap_L == 0 else math.inf)
-    certificate = Certificate(kind=kind, gap_L=gap_L, gap_M=gap_M, relative_gap=rel,
+    certificate = Certificate(kind=kind, gap_L=float(gap_L), gap_M=float(gap_M), relative_gap=float(rel),
                               distance_bound=_distance_bound(gap_M) if infeasibility == 0 else math.inf,
-                              alpha=alpha, dual_residual=dual_residual, infeasibility=infeasibility,
-                              feasibility_tol=tol * max(1.0, scale))
+                              alpha=alpha, dual_residual=float(dual_residual), infeasibility=float(infeasibility),
+                              feasibility_tol=float(tol * max(1.0, scale)))
     return w, L, M, certificate
 
 
