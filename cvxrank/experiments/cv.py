@@ -232,13 +232,15 @@ class CVResult:
         if not os.path.isdir(parent):
             raise ValidationError(f"cannot write into {folder}: folder {parent} does not exist")
         os.makedirs(folder, exist_ok=True)
-        files = {
-            "results.csv": self.summary.to_csv(),
-            "per_query.csv": self.per_query.to_csv(index=False),
-            "selection.csv": self.selection.to_csv(index=False),
-            "sign_tests.csv": self.sign_tests("ndcg@1", baseline=self.meta.get("baseline")).to_csv(index=False),
-            "report.md": self.to_markdown(title=self.meta.get("title", "Cross-validation")) + "\n",
-        }
+        # pandas 2.0 with numpy 1.24 writes a NaN (a sign test without pairs) through a cast that warns
+        with np.errstate(invalid="ignore"):
+            files = {
+                "results.csv": self.summary.to_csv(),
+                "per_query.csv": self.per_query.to_csv(index=False),
+                "selection.csv": self.selection.to_csv(index=False),
+                "sign_tests.csv": self.sign_tests("ndcg@1", baseline=self.meta.get("baseline")).to_csv(index=False),
+                "report.md": self.to_markdown(title=self.meta.get("title", "Cross-validation")) + "\n",
+            }
         return write_all({os.path.join(folder, name): text for name, text in files.items()})
 
 

@@ -188,6 +188,8 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
             # CVXPY's generic "may be inaccurate" warning; cvxrank's certificate
             # warns instead, with the certified gap (see cvxrank.solution.finish).
             warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+            # SCS 3.2.4 announces a format conversion CVXPY's data need ("Converting A to a CSC ... matrix")
+            warnings.filterwarnings("ignore", message="Converting .* to a CSC", category=UserWarning)
             try:
                 problem.solve(solver=const, warm_start=warm_start, verbose=verbose, **merged)
             finally:
