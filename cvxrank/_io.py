@@ -131,10 +131,10 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
     # The temporary file's name is chosen first and the file created inside the ``try``: a
     # KeyboardInterrupt (or SIGTERM, which the CLI turns into one) at any point, even inside the
     # call that creates it, reaches the ``finally`` with the name set, so the file is removed.
-    tmp = None
+    made: list = []  # the name goes in before the file is created (_temporary)
     fd = None
     try:
-        tmp, fd = _temporary(folder, suffix)
+        tmp, fd = _temporary(folder, suffix, made)
         if want_path:
             os.close(fd)
             fd = None
@@ -147,14 +147,15 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
                 fh.flush()
                 os.fsync(fh.fileno())  # on disk before it takes the old file's place
         os.replace(tmp, path)
-        tmp = None
+        made.clear()
     except OSError as exc:
         _naming(exc, path)
     finally:
         if fd is not None:
             os.close(fd)
-        if tmp is not None and os.path.lexists(tmp):
-            os.unlink(tmp)
+        for tmp in made:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
 
 
 #: Errors of a write that does not name its file (``write`` and ``fsync`` on a full disk, over a

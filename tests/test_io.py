@@ -100,6 +100,27 @@ def test_a_folder_belongs_to_one_command_and_is_locked_while_written(tmp_path):
         pass
 
 
+@pytest.mark.parametrize("where", ["chmod", "open"])
+def test_an_interrupt_while_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatch, where):
+    """A Ctrl-C (or the CLI's SIGTERM) inside the call that creates the temporary file, just after the
+    file exists: the file is removed all the same (a SIGTERM during ``compare`` once left one)."""
+    real_open, real_chmod = os.open, os.chmod
+
+    def open_then_interrupted(path, *args, **kwargs):
+        real_open(path, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    def interrupted(path, mode):
+        real_chmod(path, mode)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, where, open_then_interrupted if where == "open" else interrupted)
+    with pytest.raises(KeyboardInterrupt), atomic_output(tmp_path / "out.txt") as fh:
+        fh.write("never")
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_interrupt_leaves_no_temporary_file_and_ends_a_command_with_130(tmp_path, monkeypatch, capsys):
     from cvxrank import cli
     from cvxrank.cli import predict
