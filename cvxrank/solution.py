@@ -121,6 +121,9 @@ class BackendReport:
         Dual candidates for the pairwise certificate (a solver's constraint duals, on the scale of (14)).
     affine : tuple
         Duals of a variant's affine user constraints (:func:`cvxrank.variants.variant_certificate`).
+    violation : float
+        The largest violation at ``w`` of the user constraints ``affine`` does not hold (a norm ball, a
+        cone), as the backend measured it with a float64 margin; 0 when there are none.
     lower_bound : float, optional
         A lower bound on ``L(w*)`` the solver proved itself (the native solvers' model duals).
     bound_name : str
@@ -138,6 +141,7 @@ class BackendReport:
     status: str
     alphas: tuple = ()
     affine: tuple = ()
+    violation: float = 0.0
     lower_bound: float | None = None
     bound_name: str = "cutting-plane bound"
     objective_L: float | None = None
@@ -512,6 +516,7 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
         gap_M = (max(gap_M, 0.0) + primal_r + lower) * (1.0 + 4.0 * U)
         gap_L = 2.0 * lam * gap_M * (1.0 + 4.0 * U)
     infeasibility, scale = _violation(report.affine, w) if variant.constraints is not None else (0.0, 0.0)
+    infeasibility = max(infeasibility, float(report.violation))
     rel = gap_L / L if L > 0 else (0.0 if gap_L == 0 else math.inf)
     certificate = Certificate(kind=kind, gap_L=float(gap_L), gap_M=float(gap_M), relative_gap=float(rel),
                               distance_bound=_distance_bound(gap_M) if infeasibility == 0 else math.inf,

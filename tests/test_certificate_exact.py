@@ -100,6 +100,11 @@ def _constraints(w):
     return [w[1] >= w[0], w[2] + w[3] == 0]
 
 
+def _constraints_nonneg(w):
+    """The same set, the inequality in CVXPY's ``NonNeg`` form (``expr ≥ 0``, the other way round)."""
+    return [cp.constraints.NonNeg(w[1] - w[0]), w[2] + w[3] == 0]
+
+
 def exactly_feasible(w):
     """The reference of the constrained variant, moved onto ``w1 ≥ w0`` and ``w2 + w3 = 0`` exactly."""
     w = w.copy()
@@ -198,9 +203,11 @@ def test_variant_gap_bounds_the_exact_suboptimality(cases, seed, lam, name, solv
         assert _violation(res.w) <= Fraction(res.certificate.feasibility_tol)
 
 
+@pytest.mark.parametrize("form", ["inequality", "nonneg"])
 @pytest.mark.parametrize("lam", [1e-6, 1.0])
-def test_affine_optimal_is_feasible(cases, lam):
-    problem, ref_w, D, c, m = _cached(cases, 0, lam, "affine", VARIANTS["affine"])
+def test_affine_optimal_is_feasible(cases, lam, form):
+    variant = VARIANTS["affine"] if form == "inequality" else Variant(constraints=_constraints_nonneg)
+    problem, ref_w, D, c, m = _cached(cases, 0, lam, f"affine-{form}", variant)
     for solver in ("clarabel", "scs"):
         res = _solve(problem, solver, "auto")
         check_certificate(problem, res, ref_w, D, c, m)
@@ -229,3 +236,17 @@ def test_smallest_costs_get_a_distance_bound_that_holds(solver):
     distance2 = sum((Fraction(float(a)) - b) ** 2 for a, b in zip(res.w, w_star))
     assert res.distance_bound > 0 and res.gap_M > 0
     assert Fraction(res.distance_bound) ** 2 >= distance2
+
+
+def test_a_constraint_the_dual_does_not_hold_is_measured(cases):
+    """A norm ball is not affine: the Lagrangian bound leaves it out (a relaxation, still valid), and its
+    violation at ``w`` is measured, so a point outside the ball is never called feasible."""
+    variant = Variant(constraints=lambda w: [cp.norm(w) <= 0.5])
+    problem, ref_w, D, c, m = _cached(cases, 0, 1.0, "ball", variant)
+    for solver in ("clarabel", "scs"):
+        res = _solve(problem, solver, "auto")
+        outside = float(np.linalg.norm(res.w)) - 0.5
+        assert res.certificate.infeasibility >= outside and res.certificate.infeasibility > 0
+        assert res.distance_bound == np.inf  # feasibility not proved: no distance from strong convexity
+        if res.status == "optimal":
+            assert outside <= res.certificate.feasibility_tol

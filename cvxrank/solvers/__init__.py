@@ -35,6 +35,7 @@ for a name: ``"auto"`` (:func:`~cvxrank.solvers.registry.choose_solver`) and
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 
@@ -152,7 +153,8 @@ def _report_limit(result, spec: SolverSpec, options: dict):
     result.extras.setdefault("work_limit_option", spec.max_iter_option)
     if (spec.kind == "cvxpy" and result.status == "optimal_inaccurate" and result.iterations is not None
             and result.iterations >= cap):
-        result.status = judge_status(result.relative_gap, result.tol, "user_limit")
+        proved = result.relative_gap if result.certificate.feasible else math.inf  # finish()'s rule
+        result.status = judge_status(proved, result.tol, "user_limit")
     return result
 
 

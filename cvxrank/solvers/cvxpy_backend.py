@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from contextlib import contextmanager
@@ -41,21 +42,38 @@ def _version(package: str) -> str:
         return "unknown"
 
 
-def _primal_residual(problem: cp.Problem) -> float:
-    worst = 0.0
-    for con in problem.constraints:
+def _measured(con) -> np.ndarray:
+    """CVXPY's violation of ``con`` at the variables' values (CVXPY 1.9 fails on a scalar ``NonNeg``: its
+    violation is then ``[−expr]_+``; a constraint CVXPY cannot measure counts as violated, ``inf``)."""
+    try:
         v = con.violation()
-        if v is not None and np.size(v):
-            worst = max(worst, float(np.max(v)))
-    return worst
+    except (ValueError, TypeError):
+        expr = getattr(con, "expr", None)
+        if type(con).__name__ == "NonNeg" and expr is not None and expr.value is not None:
+            return np.maximum(-np.asarray(expr.value, dtype=np.float64), 0.0).ravel()
+        return np.array([np.inf])
+    return np.zeros(0) if v is None else np.asarray(v, dtype=np.float64).ravel()
+
+
+def _primal_residual(problem: cp.Problem) -> float:
+    return max((float(np.max(_measured(con), initial=0.0)) for con in problem.constraints), default=0.0)
+
+
+#: Constraint types read as ``A w + c ≤ 0`` (sign +1) or ``A w + c ≥ 0`` (sign −1, CVXPY's ``NonNeg``)
+#: or ``= 0``; any other type (``PSD``, ``SOC``, ``ExpCone``, ...) is measured, not dualised.
+_AFFINE_KINDS = {"Inequality": ("<=", 1.0), "NonPos": ("<=", 1.0), "NonNeg": ("<=", -1.0),
+                 "Equality": ("==", 1.0), "Zero": ("==", 1.0)}
 
 
 def _affine_duals(formulation: Formulation, to_M: float) -> list:
     """``(A, c, ν, kind)`` of each affine user constraint ``A w + c ≤ 0`` / ``= 0`` with its solver dual.
 
     ``A`` and ``c`` are read by evaluating the constraint's expression at ``w = 0`` and at the unit
-    vectors (it is affine in ``w``). A constraint that is not affine in ``w`` alone is left out of the
-    dual: the bound then belongs to a relaxation of the problem, still a valid lower bound, only weaker.
+    vectors (it is affine in ``w``); CVXPY's ``NonNeg`` (``expr ≥ 0``) is turned round. A constraint
+    without a dual value gets ``ν = 0`` (still a valid bound, and its violation is still measured). A
+    constraint that is not affine in ``w`` alone is left out of the dual: the bound then belongs to a
+    relaxation of the problem, still a valid lower bound, only weaker; its violation is measured by
+    :func:`_other_violation`.
     """
     w = formulation.w_variable
     out = []
@@ -64,11 +82,10 @@ def _affine_duals(formulation: Formulation, to_M: float) -> list:
     saved = w.value
     try:
         for con in formulation.user_constraints:
-            kind = "==" if isinstance(con, cp.constraints.Zero) or type(con).__name__ == "Equality" else "<="
-            expr = getattr(con, "expr", None)
-            if expr is None or not expr.is_affine() or con.dual_value is None \
-                    or any(v is not w for v in expr.variables()):
+            if not _is_affine(con, w):
                 continue
+            kind, sign = _AFFINE_KINDS[type(con).__name__]
+            expr = con.expr
             n = w.shape[0]
             w.value = np.zeros(n)
             c = np.asarray(expr.value, dtype=np.float64).ravel()
@@ -78,11 +95,34 @@ def _affine_duals(formulation: Formulation, to_M: float) -> list:
                 e[j] = 1.0
                 w.value = e
                 A[:, j] = np.asarray(expr.value, dtype=np.float64).ravel() - c
-            nu = np.asarray(con.dual_value, dtype=np.float64).ravel() * to_M
-            out.append((A, c, nu, kind))
+            dual = np.zeros(c.size) if con.dual_value is None else np.asarray(con.dual_value, dtype=np.float64).ravel()
+            out.append((sign * A, sign * c, dual * to_M, kind))
     finally:
         w.value = saved
     return out
+
+
+def _is_affine(con, w) -> bool:
+    """Whether ``con`` is one of :data:`_AFFINE_KINDS` with an expression affine in ``w`` alone."""
+    expr = getattr(con, "expr", None)
+    return (type(con).__name__ in _AFFINE_KINDS and expr is not None and expr.is_affine()
+            and all(v is w for v in expr.variables()))
+
+
+def _other_violation(formulation: Formulation, w) -> float:
+    """The largest violation at ``w`` of the user constraints :func:`_affine_duals` does not hold (a norm
+    ball, a cone), as CVXPY measures it, plus a float64 margin of ``64 ε (1 + |v|)``; 0 when there are none."""
+    var = formulation.w_variable
+    others = [c for c in formulation.user_constraints if var is None or not _is_affine(c, var)]
+    if not others or var is None:
+        return 0.0
+    saved = var.value
+    try:
+        var.value = np.asarray(w, dtype=np.float64)
+        v = max(float(np.max(_measured(c), initial=0.0)) for c in others)
+    finally:
+        var.value = saved
+    return v + 64.0 * np.finfo(np.float64).eps * (1.0 + abs(v)) if np.isfinite(v) else math.inf
 
 
 def l1_zero_threshold(ranking) -> float | None:
@@ -237,6 +277,6 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
         solver=solver, version=_version(package), formulation=formulation.name, scale=formulation.scale,
         status=status, alphas=(alpha,), affine=tuple(affine), iterations=stats.num_iters, setup_time=setup,
         solve_time=solve_time, solver_objective=problem.value, primal_residual=_primal_residual(problem),
-        extras=extras,
+        violation=_other_violation(formulation, w), extras=extras,
     )
     return finish(formulation.ranking, w, report, tol)
