@@ -693,9 +693,6 @@ def test_odd_file_names_for_data_and_outputs(name, small_letor, tmp_path):
                  ["verify", "--data", str(data), "--solvers", "clarabel", "--json", str(outputs[2])],
                  ["cv", "--data", str(data), "--methods", "ranksvm", "--n-folds", "3", "--lams", "0.1,1",
                   "--no-progress", "--out", str(outputs[3])]):
-        if argv[0] == "cv" and name == NOT_UTF8:
-            outputs.pop()  # test_cv_on_data_whose_name_is_not_utf8 (a strict xfail) has this case
-            continue
         code, _, err = run_cli(argv)
         assert code == 0, (argv[0], err)
     assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in [data, model, scores, *outputs])
