@@ -69,14 +69,18 @@ class Certificate:
     dual_residual: float
 
 
-def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_band: int) -> np.ndarray | None:
+def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_band: int,
+                 shift=None) -> np.ndarray | None:
     """Maximise the dual (18) over the pairs within ``width`` of the margin.
 
     Pairs with ``margin < 1 - width`` get ``α_i = C_i``, pairs with
     ``margin > 1 + width`` get ``α_i = 0``; the band ``E`` solves
 
     .. math:: \\min_{0 \\le \\alpha_E \\le C_E} \\tfrac12 \\|b + D_E^\\top \\alpha_E\\|^2 - 1^\\top \\alpha_E,
-              \\quad b = D^\\top \\alpha_{\\text{fixed}}.
+              \\quad b = D^\\top \\alpha_{\\text{fixed}} - s.
+
+    ``s`` (``shift``, default 0) is ``Σ Aᵀν`` of user constraints with fixed multipliers: the band
+    then maximises their Lagrangian dual (:func:`cvxrank.variants.Variant.dual_objective`).
 
     Parameters
     ----------
@@ -100,7 +104,7 @@ def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_
     alpha[on] = 0.0
     if on.size == 0:
         return alpha
-    b = pairs.rmatvec(alpha)
+    b = pairs.rmatvec(alpha) if shift is None else pairs.rmatvec(alpha) - shift
     A = pairs.difference_rows(on).T  # n x |E|
     hi = C[on]
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cvxrank._float64 import abs_matvec
-from cvxrank.certificate import certify
+from cvxrank.certificate import MARGIN_BANDS, certify, reduced_dual
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.problem import RankingProblem
 from cvxrank.rounding import TINY, U, dual_rounding, gamma, model_rounding, primal_rounding
@@ -124,6 +124,17 @@ class BackendReport:
     violation : float
         The largest violation at ``w`` of the user constraints ``affine`` does not hold (a norm ball, a
         cone), as the backend measured it with a float64 margin; 0 when there are none.
+    relaxed : tuple or None
+        The user's convex constraints and added objective terms as halfspaces of their
+        linearisation at ``w`` with their multipliers, ``(A, c, ν, "<=")``: they enter the
+        Lagrangian dual bound only (:meth:`cvxrank.formulations.Formulation.edits`). None when an
+        added term has no gradient at ``w``, so that no bound can be given.
+    added_objective : float
+        The value at ``w`` of the objective terms the user added, on the scale ``M``, rounded up.
+    dropped : int
+        User constraints left out of the dual (no gradient at ``w``): the bound is a relaxation's.
+    user_parts : str
+        What the user added to the papers' problem, in words (empty for none).
     lower_bound : float, optional
         A lower bound on ``L(w*)`` the solver proved itself (the native solvers' model duals).
     bound_name : str
@@ -142,6 +153,10 @@ class BackendReport:
     alphas: tuple = ()
     affine: tuple = ()
     violation: float = 0.0
+    relaxed: tuple | None = ()
+    added_objective: float = 0.0
+    dropped: int = 0
+    user_parts: str = ""
     lower_bound: float | None = None
     bound_name: str = "cutting-plane bound"
     objective_L: float | None = None
@@ -493,15 +508,26 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
     # Whether the backend's own bound proves tol once its rounding allowance is added.
     proved = report.lower_bound is not None and (
         max(gap_L, 0.0) + 2.0 * lam * (primal_r + model_rounding(problem, w, t)) <= tol * L)
-    if not variant.is_default and (report.lower_bound is None or (problem.has_pairs and not proved)):
+    if report.user_parts:  # the problem actually solved: the user's added terms are part of its objective
+        M = M + float(report.added_objective)
+        L = 2.0 * lam * M
+    if (not variant.is_default or report.user_parts) and (report.lower_bound is None
+                                                          or (problem.has_pairs and not proved)):
         from cvxrank.variants import variant_certificate
 
+        users = (*report.affine, *(report.relaxed or ()))
         M_v, dual_M, alpha_v, affine_v = variant_certificate(variant, problem.pairs, problem.C, lam, w,
-                                                             report.alphas, report.affine)
-        if 2.0 * lam * (M_v - dual_M) < gap_L:
+                                                             report.alphas, users)
+        if affine_v and problem.has_pairs and M_v - dual_M > 0.5 * tol * M_v:
+            bands = _shifted_bands(problem, w, affine_v)
+            if bands:
+                M_v, dual_M, alpha_v, affine_v = variant_certificate(
+                    variant, problem.pairs, problem.C, lam, w, (*report.alphas, alpha_v, *bands), users)
+        M_v += float(report.added_objective)
+        if report.relaxed is not None and 2.0 * lam * (M_v - dual_M) < gap_L:
             M, L, alpha, affine = M_v, 2.0 * lam * M_v, alpha_v, affine_v
             gap_L = 2.0 * lam * (M_v - dual_M)
-            kind = "Lagrangian dual (user constraints)" if variant.constraints else "duality gap (variant's dual)"
+            kind = _dual_kind(variant, report)
             w_dual = variant.primal_from_dual(problem.pairs, alpha, lam)
             dual_residual = float(np.linalg.norm(w - w_dual) / max(1.0, float(np.linalg.norm(w))))
     elif not proved and problem.has_pairs:
@@ -515,7 +541,7 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
         lower = dual_rounding(problem, alpha, affine) if alpha is not None else model_rounding(problem, w, t)
         gap_M = (max(gap_M, 0.0) + primal_r + lower) * (1.0 + 4.0 * U)
         gap_L = 2.0 * lam * gap_M * (1.0 + 4.0 * U)
-    infeasibility, scale = _violation(report.affine, w) if variant.constraints is not None else (0.0, 0.0)
+    infeasibility, scale = _violation(report.affine, w)
     infeasibility = max(infeasibility, float(report.violation))
     rel = gap_L / L if L > 0 else (0.0 if gap_L == 0 else math.inf)
     certificate = Certificate(kind=kind, gap_L=float(gap_L), gap_M=float(gap_M), relative_gap=float(rel),
@@ -523,6 +549,31 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
                               alpha=alpha, dual_residual=float(dual_residual), infeasibility=float(infeasibility),
                               feasibility_tol=float(tol * max(1.0, scale)))
     return w, L, M, certificate
+
+
+def _shifted_bands(problem: RankingProblem, w, affine) -> list:
+    """Dual points of the margin band (:func:`~cvxrank.certificate.reduced_dual`) for the Lagrangian of
+    the papers' loss under user constraints and terms ``affine`` (``(A, c, ν)`` as used), where no
+    solver gave margin duals (the hinge form (9) of the papers' problem states no margin constraint).
+    Empty for other variants, whose forms carry margin constraints and so their duals."""
+    v = problem.variant
+    if v.loss != "hinge" or v.margin is not None or v.l1 != 0 or v.lower is not None or v.upper is not None:
+        return []
+    shift = sum(np.asarray(A, dtype=np.float64).T @ np.asarray(nu, dtype=np.float64) for A, _, nu in affine)
+    margins = problem.pairs.margins(w)
+    max_band = max(2000, 20 * problem.n_features)
+    found = [reduced_dual(problem.pairs, problem.C, margins, eps, max_band, shift=shift) for eps in MARGIN_BANDS]
+    return [a for a in found if a is not None]
+
+
+def _dual_kind(variant, report: BackendReport) -> str:
+    """The certificate kind of a variant's (Lagrangian) dual bound, naming how the user's parts entered
+    it (:attr:`BackendReport.user_parts`)."""
+    if report.user_parts:
+        return f"Lagrangian dual ({report.user_parts})"
+    if variant.constraints is not None:
+        return "Lagrangian dual (user constraints)"
+    return "duality gap (variant's dual)"
 
 
 def judge_status(relative_gap: float, tol: float, backend_status: str) -> str:

@@ -168,6 +168,11 @@ class Formulation:
     user_constraints: list = field(default_factory=list, repr=False)
     w_variable: object = field(default=None, repr=False)
 
+    def __post_init__(self):
+        # What cvxrank built, to tell the user's own additions from it (:meth:`edits`).
+        self._built_objective = self.problem.objective
+        self._built_constraints = frozenset(c.id for c in self.problem.constraints)
+
     @property
     def ranking(self) -> RankingProblem:
         """The problem this formulation states, read off its current parameter values.
@@ -284,6 +289,124 @@ class Formulation:
             )
         return kappa
 
+    # -- the user's own additions ---------------------------------------
+    def add_constraints(self, *constraints) -> None:
+        """Add CVXPY constraints on ``w`` (:attr:`w_variable`) to :attr:`problem`; solves certify them.
+
+        The same as editing the problem by hand
+        (``f.problem = cp.Problem(f.problem.objective, f.problem.constraints + [...])``), checked
+        here, before a solve: each constraint must be convex under CVXPY's rules (DCP) and a
+        constraint on ``w`` alone. How each is certified: :meth:`edits`.
+
+        Examples
+        --------
+        >>> import cvxpy as cp, cvxrank as cr
+        >>> f = cr.build(cr.RankingProblem(cr.make_ranking(n_queries=4, random_state=0), lam=0.1), "primal")
+        >>> f.add_constraints(cp.norm(f.w_variable) <= 0.5, f.w_variable[0] >= 0)
+        >>> r = cr.solve(f, "clarabel")
+        >>> r.status, r.certificate.kind
+        ('optimal', 'Lagrangian dual (user constraints; convex ones linearised at w)')
+        """
+        made = list(constraints[0]) if len(constraints) == 1 and isinstance(constraints[0], (list, tuple)) \
+            else list(constraints)
+        for con in made:
+            if not isinstance(con, cp.constraints.constraint.Constraint):
+                raise ValidationError(f"add_constraints takes CVXPY constraints on w, got {type(con).__name__}")
+        self._check_own(made, [])
+        self.problem = cp.Problem(self.problem.objective, [*self.problem.constraints, *made])
+
+    def add_term(self, term) -> None:
+        """Add a convex CVXPY expression of ``w`` to the objective of :attr:`problem`; solves certify it.
+
+        The term is added on the formulation's own scale (:attr:`scale`: ``M`` of (14) for the
+        primal forms, ``L`` of (9) for the hinge form), and :class:`~cvxrank.solution.SolveResult`'s
+        objectives then include it. The same as
+        ``f.problem = cp.Problem(f.problem.objective + cp.Minimize(term), f.problem.constraints)``.
+        An ℓ1 term on every feature is better stated as ``Variant(l1=...)``, whose dual is exact
+        (a term is linearised at the solution, :meth:`edits`, and a kink there weakens the bound).
+        """
+        if not isinstance(term, cp.Expression):
+            raise ValidationError(f"add_term takes a CVXPY expression of w, got {type(term).__name__}")
+        self._check_own([], [term])
+        self.problem = cp.Problem(self.problem.objective + cp.Minimize(term), self.problem.constraints)
+
+    def edits(self) -> tuple[list, list]:
+        """``(constraints, terms)`` the user added to :attr:`problem` since it was built.
+
+        cvxrank certifies the problem actually solved: the ranking problem it built, plus
+        constraints and objective terms added by hand (or by :meth:`add_constraints` and
+        :meth:`add_term`); removing or replacing what it built is refused. At a solve, each added
+        part enters the Lagrangian dual bound of the certificate:
+
+        - an affine constraint ``A w + c ≤ 0`` (or ``= 0``) exactly, with the solver's dual ``ν``;
+        - a convex constraint ``g(w) ≤ 0`` through its linearisation at the solution ``w̄``,
+          ``g(w̄) + J (w − w̄) ≤ 0`` (``J`` CVXPY's gradient): it holds wherever ``g(w) ≤ 0``, so the
+          bound is that of a relaxation, valid for the constrained problem and tight at its optimum
+          (KKT), with the solver's dual;
+        - a convex term ``r(w)`` through ``r(w̄) + sᵀ(w − w̄) ≤ r(w)`` (``s`` CVXPY's gradient), with
+          multiplier 1.
+
+        A constraint without a gradient at ``w̄`` (a cone CVXPY cannot differentiate) is left out
+        of the dual (a relaxation: still valid, weaker) and its violation is still measured.
+
+        Raises
+        ------
+        ValidationError
+            When a constraint or the objective cvxrank built was removed or replaced, the objective
+            is no longer a minimisation, or an addition is not convex (DCP) or involves variables
+            other than ``w``.
+        """
+        problem = self.problem
+        ids = {c.id for c in problem.constraints}
+        if not self._built_constraints <= ids:
+            raise ValidationError(
+                f"a constraint cvxrank built into the {self.name} formulation was removed from its problem: the "
+                "certificate is of the ranking problem plus your additions; add constraints, never remove them (for "
+                "another problem build another formulation, or state a Variant)")
+        constraints = [c for c in problem.constraints if c.id not in self._built_constraints]
+        terms = self._added_terms(problem.objective)
+        if constraints or terms:
+            self._check_own(constraints, terms)
+        return constraints, terms
+
+    def _added_terms(self, objective) -> list:
+        built = self._built_objective
+        if objective is built:
+            return []
+        if not isinstance(objective, cp.Minimize):
+            raise ValidationError("the formulation's objective was replaced by a maximisation; add terms to the "
+                                  "minimisation cvxrank built (f.add_term(expr))")
+        parts = _summands(objective.args[0])
+        ids = [id(p) for p in parts]
+        for own in _summands(built.args[0]):
+            if id(own) not in ids:
+                raise ValidationError(
+                    f"the objective of the {self.name} formulation was replaced, not extended: cvxrank certifies "
+                    "its ranking objective plus added terms (f.add_term(expr), or "
+                    "cp.Problem(f.problem.objective + cp.Minimize(expr), f.problem.constraints))")
+            ids.remove(id(own))
+        return [p for p in parts if id(p) in ids]
+
+    def _check_own(self, constraints, terms) -> None:
+        """Refuse additions cvxrank cannot certify: on the dual form, not DCP, or not in ``w`` alone."""
+        w = self.w_variable
+        if w is None:
+            raise ValidationError(f"the {self.name} formulation is stated in the dual variables α: add constraints "
+                                  "and terms on w to the primal, lifted or hinge formulation")
+        for part in [*constraints, *terms]:
+            text = _short(part)
+            others = [v for v in part.variables() if v is not w]
+            if others:
+                raise ValidationError(
+                    f"{text} involves {', '.join(sorted({v.name() for v in others}))}, not w alone: cvxrank certifies "
+                    "added constraints and terms in w (write it in w, e.g. cp.norm1(w) instead of an epigraph "
+                    "variable)")
+            convex = part.is_dcp() if isinstance(part, cp.constraints.constraint.Constraint) else (
+                part.is_convex() and part.size == 1)
+            if not convex:
+                raise ValidationError(f"{text} is not a convex {'constraint' if part in constraints else 'scalar term'} "
+                                      "under CVXPY's rules (DCP): it cannot be solved or certified")
+
     # -- reading a solution back -----------------------------------------
     def recover_w(self) -> np.ndarray:
         """The weight vector ``w`` of the last solve (for the dual: ``w = Dᵀα``, (16)/SIGIR)."""
@@ -320,3 +443,14 @@ class Formulation:
             f"n_pairs={self.pairs.n_pairs}, n_features={self.pairs.n_features}, "
             f"parameters={sorted(self.parameters)})"
         )
+
+
+def _summands(expr) -> list:
+    """The top-level terms of a sum (CVXPY flattens nested sums into one ``AddExpression``)."""
+    return list(expr.args) if isinstance(expr, cp.atoms.affine.add_expr.AddExpression) else [expr]
+
+
+def _short(part) -> str:
+    """A constraint or expression as text, abbreviated (a constant array would print in full)."""
+    text = str(part)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -6,7 +6,7 @@ import cvxpy as cp
 import numpy as np
 
 from cvxrank.exceptions import ValidationError
-from cvxrank.formulations.base import Formulation, as_problem, cost_parameters
+from cvxrank.formulations.base import Formulation, _short, as_problem, cost_parameters
 from cvxrank.pairs import PairSet
 
 __all__ = ["build_primal", "build_lifted_primal"]
@@ -42,12 +42,6 @@ def user_constraints(ranking, w) -> list:
         if any(not np.all(np.isfinite(np.asarray(k.value, dtype=np.float64))) for k in c.constants()):
             raise ValidationError(f"the constraint {_short(c)} holds a NaN or infinite number")
     return made
-
-
-def _short(constraint) -> str:
-    """A constraint as text, abbreviated (a constant array would print in full)."""
-    text = str(constraint)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _cost_term(pairs: PairSet, C, costs: str, xi: cp.Variable, squared: bool = False):

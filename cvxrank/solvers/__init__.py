@@ -325,6 +325,11 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
     tol = _check_call(spec, tol, options)
     cvxpy_warm, start = _start_options(spec, warm_start)
     options = {**_work_limited(spec, options), **start}
+    if form is not None and spec.kind == "native" and any(form.edits()):
+        raise SolverNotAvailableError(
+            f"the solver {spec.name!r} reads the ranking problem, not the CVXPY problem of this formulation, which "
+            "carries constraints or terms added to it: solve it with a CVXPY solver "
+            f"({', '.join(installed_cvxpy_solvers())})")
     if not spec.accepts(ranking.variant):
         able = [s for s in available_solvers() if get_spec(s).accepts(ranking.variant)]
         blocking = [] if ranking.variant.loss in spec.losses else [f"loss={ranking.variant.loss!r}"]

@@ -14,6 +14,7 @@ import numpy as np
 from cvxrank.exceptions import SolverError
 from cvxrank.formulations import Formulation
 from cvxrank.native.scale import check_scale, largest_abs
+from cvxrank.rounding import TINY, gamma
 from cvxrank.solution import BackendReport, finish, infeasible
 from cvxrank.solvers.registry import SOLVERS
 
@@ -65,23 +66,20 @@ _AFFINE_KINDS = {"Inequality": ("<=", 1.0), "NonPos": ("<=", 1.0), "NonNeg": ("<
                  "Equality": ("==", 1.0), "Zero": ("==", 1.0)}
 
 
-def _affine_duals(formulation: Formulation, to_M: float) -> list:
+def _affine_duals(constraints, w, to_M: float) -> list:
     """``(A, c, ν, kind)`` of each affine user constraint ``A w + c ≤ 0`` / ``= 0`` with its solver dual.
 
     ``A`` and ``c`` are read by evaluating the constraint's expression at ``w = 0`` and at the unit
     vectors (it is affine in ``w``); CVXPY's ``NonNeg`` (``expr ≥ 0``) is turned round. A constraint
-    without a dual value gets ``ν = 0`` (still a valid bound, and its violation is still measured). A
-    constraint that is not affine in ``w`` alone is left out of the dual: the bound then belongs to a
-    relaxation of the problem, still a valid lower bound, only weaker; its violation is measured by
-    :func:`_other_violation`.
+    without a dual value gets ``ν = 0`` (still a valid bound, and its violation is still measured).
+    Constraints that are not affine in ``w`` are :func:`_linearised`.
     """
-    w = formulation.w_variable
     out = []
-    if w is None or not formulation.user_constraints:
+    if w is None or not constraints:
         return out
     saved = w.value
     try:
-        for con in formulation.user_constraints:
+        for con in constraints:
             if not _is_affine(con, w):
                 continue
             kind, sign = _AFFINE_KINDS[type(con).__name__]
@@ -95,11 +93,16 @@ def _affine_duals(formulation: Formulation, to_M: float) -> list:
                 e[j] = 1.0
                 w.value = e
                 A[:, j] = np.asarray(expr.value, dtype=np.float64).ravel() - c
-            dual = np.zeros(c.size) if con.dual_value is None else np.asarray(con.dual_value, dtype=np.float64).ravel()
-            out.append((sign * A, sign * c, dual * to_M, kind))
+            out.append((sign * A, sign * c, _dual(con, c.size) * to_M, kind))
     finally:
         w.value = saved
     return out
+
+
+def _dual(con, size: int) -> np.ndarray:
+    """The solver's dual of ``con`` as a vector (zeros when it has none)."""
+    value = con.dual_value
+    return np.zeros(size) if value is None else np.broadcast_to(np.asarray(value, dtype=np.float64).ravel(), size)
 
 
 def _is_affine(con, w) -> bool:
@@ -109,11 +112,81 @@ def _is_affine(con, w) -> bool:
             and all(v is w for v in expr.variables()))
 
 
-def _other_violation(formulation: Formulation, w) -> float:
-    """The largest violation at ``w`` of the user constraints :func:`_affine_duals` does not hold (a norm
-    ball, a cone), as CVXPY measures it, plus a float64 margin of ``64 ε (1 + |v|)``; 0 when there are none."""
-    var = formulation.w_variable
-    others = [c for c in formulation.user_constraints if var is None or not _is_affine(c, var)]
+def _minorant(expr, w, at: np.ndarray):
+    """``(A, c)`` with ``A v + c ≤ expr(v)`` row by row for every ``v``: the linearisation of the convex
+    ``expr`` (in ``w`` alone) at ``at``, ``expr(at) + J (v − at)``, with ``c`` lowered by the float64
+    rounding of evaluating it (``γ_{n+8} (|expr(at)| + |J||at|)``); None without a gradient there."""
+    n = w.shape[0]
+    saved = w.value
+    try:
+        w.value = at
+        value = np.asarray(expr.value, dtype=np.float64).ravel()
+        grad = expr.grad.get(w)
+    except (NotImplementedError, ValueError, TypeError, ZeroDivisionError, FloatingPointError):
+        return None
+    finally:
+        w.value = saved
+    if grad is None or not np.all(np.isfinite(value)):
+        return None
+    J = (grad.toarray() if hasattr(grad, "toarray") else np.asarray(grad, dtype=np.float64)).reshape(n, value.size).T
+    if not np.all(np.isfinite(J)):
+        return None
+    c = value - J @ at
+    slack = gamma(n + 8) * (np.abs(value) + np.abs(J) @ np.abs(at)) + 8.0 * TINY * (n + 1)
+    return J, c - slack
+
+
+#: Non-affine constraints read as ``g(w) ≤ 0`` with ``g`` convex: ``expr ≤ 0`` (sign +1) or ``expr ≥ 0``
+#: with ``expr`` concave (sign −1).
+_CONVEX_KINDS = {"Inequality": 1.0, "NonPos": 1.0, "NonNeg": -1.0}
+
+
+def _linearised(constraints, w, at: np.ndarray, to_M: float) -> tuple[list, int]:
+    """``(relaxed, dropped)``: each convex user constraint ``g(w) ≤ 0`` that is not affine, as the
+    halfspaces of its linearisation at ``at`` (:func:`_minorant`) with the solver's dual, in the
+    ``(A, c, ν, "<=")`` form of :func:`cvxrank.variants.variant_certificate`; ``dropped`` counts those
+    without a gradient there (or of another kind: a cone), left out of the dual (a relaxation)."""
+    relaxed, dropped = [], 0
+    for con in constraints:
+        if w is None or _is_affine(con, w):
+            continue
+        sign = _CONVEX_KINDS.get(type(con).__name__)
+        expr = getattr(con, "expr", None)
+        made = None if sign is None or expr is None else _minorant(sign * expr, w, at)
+        if made is None:
+            dropped += 1
+            continue
+        A, c = made
+        relaxed.append((A, c, _dual(con, c.size) * to_M, "<="))
+    return relaxed, dropped
+
+
+def _added_terms(terms, w, at: np.ndarray, to_M: float) -> tuple[list, float]:
+    """``(relaxed, value)`` of the terms the user added to the objective: each convex ``r(w)`` as its
+    linearisation at ``at`` with multiplier ``to_M`` (the term on the QP scale ``M``), and ``value``,
+    ``Σ r(at)`` on that scale rounded up. A term without a gradient at ``at`` cannot be bounded
+    below: the certificate is then refused (``None``)."""
+    relaxed, value = [], 0.0
+    saved = w.value
+    for term in terms:
+        made = _minorant(term, w, at)
+        if made is None:
+            return None, math.inf
+        try:
+            w.value = at
+            r = float(np.asarray(term.value, dtype=np.float64).ravel()[0])
+        finally:
+            w.value = saved
+        A, c = made
+        relaxed.append((A, c, np.array([to_M]), "<="))
+        value += to_M * (r + gamma(w.shape[0] + 8) * abs(r))
+    return relaxed, value
+
+
+def _other_violation(constraints, var, w) -> float:
+    """The largest violation at ``w`` of the user constraints that are not affine (a norm ball, a cone),
+    as CVXPY measures it, plus a float64 margin of ``64 ε (1 + |v|)``; 0 when there are none."""
+    others = [c for c in constraints if var is None or not _is_affine(c, var)]
     if not others or var is None:
         return 0.0
     saved = var.value
@@ -123,6 +196,28 @@ def _other_violation(formulation: Formulation, w) -> float:
     finally:
         var.value = saved
     return v + 64.0 * np.finfo(np.float64).eps * (1.0 + abs(v)) if np.isfinite(v) else math.inf
+
+
+def _user_parts(formulation: Formulation, w, to_M: float) -> dict:
+    """What the certificate needs of the user's constraints and terms (the variant's and those added to
+    :attr:`Formulation.problem`, :meth:`Formulation.edits`) at the solution ``w``: the fields
+    ``affine``, ``relaxed``, ``added_objective``, ``dropped``, ``violation`` and ``user_parts`` of
+    :class:`~cvxrank.solution.BackendReport`."""
+    added, terms = formulation.edits()
+    constraints = [*formulation.user_constraints, *added]
+    var = formulation.w_variable
+    at = np.clip(np.asarray(w, dtype=np.float64), *formulation.ranking.variant.bounds(np.size(w)))
+    affine = _affine_duals(constraints, var, to_M)
+    relaxed, dropped = _linearised(constraints, var, at, to_M)
+    term_parts, value = _added_terms(terms, var, at, to_M) if terms else ([], 0.0)
+    described = ["user constraints" if constraints else "",
+                 "convex ones linearised at w" if relaxed else "",
+                 f"{dropped} without a gradient at w left out: a relaxation's bound" if dropped else "",
+                 ("added terms linearised at w" if term_parts is not None else "an added term has no gradient at w")
+                 if terms else ""]
+    return {"affine": tuple(affine), "relaxed": None if term_parts is None else tuple(relaxed + term_parts),
+            "added_objective": value, "dropped": dropped, "violation": _other_violation(constraints, var, w),
+            "user_parts": "; ".join(d for d in described if d)}
 
 
 def l1_zero_threshold(ranking) -> float | None:
@@ -213,7 +308,8 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     merged = {**spec.defaults, **options}
     ranking = formulation.ranking
     check_scale(ranking.data.X, ranking.weights.max(initial=0.0), ranking.lam)  # before the solver sees inf/NaN
-    threshold = l1_zero_threshold(ranking)
+    edited = any(formulation.edits())  # checked before the solver runs: a refused edit costs no solve
+    threshold = None if edited else l1_zero_threshold(ranking)
     if threshold is not None and ranking.variant.l1 >= threshold:
         report = BackendReport(
             solver=solver, version=_version(package), formulation=formulation.name, scale=formulation.scale,
@@ -249,7 +345,7 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
         ) from None
     wall = time.perf_counter() - start
     status = problem.status
-    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE) and formulation.user_constraints:
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE) and (formulation.user_constraints or edited):
         report = BackendReport(solver=solver, version=_version(package), formulation=formulation.name,
                                scale=formulation.scale, status=status, setup_time=problem.compilation_time or 0.0,
                                solve_time=wall)
@@ -270,13 +366,12 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     to_M = 1.0 / (2.0 * formulation.ranking.lam) if formulation.scale == "L" else 1.0
     if alpha is not None:  # duals of the hinge form are on the scale of (9)
         alpha = alpha * to_M
-    affine = _affine_duals(formulation, to_M)
     extras = {"solver_stats": stats, "options": merged, "wall_time": wall,
               "solve_time_source": "solver" if own else "cvxrank"}
     report = BackendReport(
         solver=solver, version=_version(package), formulation=formulation.name, scale=formulation.scale,
-        status=status, alphas=(alpha,), affine=tuple(affine), iterations=stats.num_iters, setup_time=setup,
+        status=status, alphas=(alpha,), iterations=stats.num_iters, setup_time=setup,
         solve_time=solve_time, solver_objective=problem.value, primal_residual=_primal_residual(problem),
-        violation=_other_violation(formulation, w), extras=extras,
+        extras=extras, **_user_parts(formulation, w, to_M),
     )
     return finish(formulation.ranking, w, report, tol)
