@@ -187,20 +187,49 @@ VARIANTS = {
 }
 
 
+#: The squared hinge with an ℓ1 term and bounds on w: the pair-free prox_newton's variants.
+PROX_VARIANTS = {
+    "squared_hinge+l1+bounds": Variant(loss="squared_hinge", l1=0.05, lower=-0.3, upper=0.4),
+    "squared_hinge+grade_difference+lower0": Variant(loss="squared_hinge", margin="grade_difference", lower=0.0),
+    "squared_hinge+l1+pinned": Variant(loss="squared_hinge", l1=0.5, lower=[0.0, -1.0, 0.0, -np.inf, -0.2],
+                                       upper=[0.0, np.inf, 1.0, 0.1, np.inf]),
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("lam", LAMS)
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-@pytest.mark.parametrize("solver", ["clarabel", "ecos", "osqp", "scs", "truncated_newton"])
+@pytest.mark.parametrize("solver", ["clarabel", "ecos", "osqp", "scs", "truncated_newton", "prox_newton"])
 def test_variant_gap_bounds_the_exact_suboptimality(cases, seed, lam, name, solver):
     variant = VARIANTS[name]
-    if solver == "truncated_newton" and variant.loss != "squared_hinge":
-        pytest.skip("truncated_newton solves the squared hinge")
+    if solver in ("truncated_newton", "prox_newton") and variant.loss != "squared_hinge":
+        pytest.skip(f"{solver} solves the squared hinge")
     problem, ref_w, D, c, m = _cached(cases, seed, lam, name, variant)
     res = _solve(problem, solver, "auto")
     check_certificate(problem, res, ref_w, D, c, m)
     if variant.constraints is not None and res.status == "optimal":
         assert _violation(res.w) <= Fraction(res.certificate.feasibility_tol)
+
+
+@pytest.mark.parametrize("lam", LAMS)
+@pytest.mark.parametrize("name", sorted(PROX_VARIANTS))
+def test_prox_newton_gap_bounds_the_exact_suboptimality(cases, lam, name):
+    problem, ref_w, D, c, m = _cached(cases, 0, lam, name, PROX_VARIANTS[name])
+    res = _solve(problem, "prox_newton", "auto")
+    check_certificate(problem, res, ref_w, D, c, m)
+    lo, hi = problem.variant.bounds(problem.n_features)
+    assert np.all(res.w >= lo) and np.all(res.w <= hi)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lam", LAMS)
+@pytest.mark.parametrize("name", sorted(PROX_VARIANTS))
+@pytest.mark.parametrize("solver", ["prox_newton", "clarabel", "scs"])
+def test_prox_newton_variants_gap_bounds_the_exact_suboptimality_everywhere(cases, lam, name, solver):
+    problem, ref_w, D, c, m = _cached(cases, 1, lam, name, PROX_VARIANTS[name])
+    res = _solve(problem, solver, "auto")
+    check_certificate(problem, res, ref_w, D, c, m)
 
 
 @pytest.mark.parametrize("form", ["inequality", "nonneg"])

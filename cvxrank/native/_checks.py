@@ -28,9 +28,10 @@ def check_common(tol, time_limit, warm_start_w, n_features: int) -> np.ndarray:
     return w
 
 
-def pairfree_problem(problem, solver: str, loss: str, instead: str):
+def pairfree_problem(problem, solver: str, loss: str, instead: str, extensions=frozenset({"margin"})):
     """The :class:`~cvxrank.problem.RankingProblem` a pair-free solver reads (a Formulation states its
-    problem) and its cost table, refusing a variant other than ``loss`` with margins 1 or per grade pair.
+    problem) and its cost table, refusing a variant other than ``loss`` with margins 1 or per grade pair
+    (and the other ``extensions`` of :attr:`cvxrank.variants.Variant.extensions` the solver takes).
 
     ``instead`` names where to go for the other problems (``"use 'truncated_newton' for ..."``). Returns
     ``(problem, costs)``: the table from the pairs and their weights when the problem holds pairs, else
@@ -40,8 +41,9 @@ def pairfree_problem(problem, solver: str, loss: str, instead: str):
     if not isinstance(problem, RankingProblem):
         raise ValidationError(f"{solver} takes a RankingProblem, got {type(problem).__name__}")
     variant = problem.variant
-    if variant.loss != loss or not variant.extensions <= {"margin"}:
-        raise ValidationError(f"{solver} solves the {loss.replace('_', ' ')} with margins 1 or per grade pair, "
+    if variant.loss != loss or not variant.extensions <= extensions:
+        more = "".join(f", {e}" for e in sorted(extensions - {"margin"}))
+        raise ValidationError(f"{solver} solves the {loss.replace('_', ' ')} with margins 1 or per grade pair{more}, "
                               f"not the variant {variant!r}; {instead}")
     if problem.has_pairs:
         return problem, cost_table_from_pairs(problem.pairs, problem.weights)

@@ -45,6 +45,8 @@ from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.formulations import Formulation, build
 from cvxrank.native.cutting_plane import _solve as _cutting_plane
 from cvxrank.native.cutting_plane import cutting_plane
+from cvxrank.native.prox_newton import _solve as _prox_newton
+from cvxrank.native.prox_newton import prox_newton
 from cvxrank.native.scale import check_feature_scale
 from cvxrank.native.truncated_newton import _solve as _truncated_newton
 from cvxrank.native.truncated_newton import truncated_newton
@@ -82,10 +84,10 @@ __all__ = [
 
 #: Native solvers: name -> backend ``(problem, *, tol, verbose, **options) -> SolveResult``.
 NATIVE_SOLVERS = {"subgradient": _subgradient, "gd": _gd, "cutting_plane": _cutting_plane,
-                  "truncated_newton": _truncated_newton}
+                  "truncated_newton": _truncated_newton, "prox_newton": _prox_newton}
 
 #: The algorithm each pair-free backend hands its remaining options to.
-_INNER = {"cutting_plane": cutting_plane, "truncated_newton": truncated_newton}
+_INNER = {"cutting_plane": cutting_plane, "truncated_newton": truncated_newton, "prox_newton": prox_newton}
 
 #: Keywords ``solve`` itself fills in; never options of the user's.
 _RESERVED = {"problem", "tol", "verbose", "formulation", "self", "oracle", "lam", "keep_points"}

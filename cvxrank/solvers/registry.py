@@ -258,6 +258,10 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=True,
                pairfree=True, start_option="warm_start_w", losses=("squared_hinge",),
                extensions=frozenset({"margin"}), work_limit=200, work_unit="Newton steps"),
+    SolverSpec("prox_newton", _N, "pair-free projected truncated Newton for the squared hinge with l1 and bounds on w, "
+               "certified by its dual", "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit",
+               warm_start=True, pairfree=True, start_option="warm_start_w", losses=("squared_hinge",),
+               extensions=frozenset({"margin", "l1", "bounds"}), work_limit=200, work_unit="Newton steps"),
     SolverSpec("newton", _N, "Newton's method with Cholesky steps for the listwise problem (3), Steps 1-5 of He et al.",
                "cvxrank", max_iter_option="max_iter", warm_start=False, start_option="w0", default_tol=1e-8,
                losses=(), problems=("listwise",), options=frozenset({"max_iter", "line_search"}), work_limit=50,
