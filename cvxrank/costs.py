@@ -10,6 +10,11 @@ their own per-pair weights instead.
 the command line (:meth:`Costs.from_text`), the estimators, the model files
 (:meth:`Costs.to_json`), the native solvers, the paths and the studies all go
 through it. A ``τ`` of 0 drops that grade pair from the loss.
+
+Costs by rule: ``weights`` may be a function of the pairs (:func:`evaluate_pair_rule`), called once
+per pair set with the pairs' grades, query ids and document indices in the pair order of
+:func:`cvxrank.pairs.make_pairs`; per-query weights are ``mu={qid: value}``.
+:func:`abbreviate` keeps arrays, mappings and functions short in every repr and message.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
-__all__ = ["DEFAULT_LAM", "Costs", "pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C", "check_lam", "check_C",
-           "MAX_C", "TAU_AVERAGES", "estimate_tau"]
+__all__ = ["DEFAULT_LAM", "Costs", "pair_weights", "tau_per_pair", "mu_per_pair", "balanced_mu", "theorem1_C",
+           "check_lam", "check_C", "MAX_C", "TAU_AVERAGES", "estimate_tau", "tau_table", "query_table",
+           "per_query_values", "evaluate_pair_rule", "PAIR_RULE_ARGUMENTS", "SHOWN_ENTRIES", "abbreviate"]
 
 
 def _plain(value):
@@ -32,17 +38,84 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
+#: Arrays and mappings of up to this many entries print in full in reprs and messages
+#: (:func:`abbreviate`); longer ones print as their size and range.
+SHOWN_ENTRIES = 6
+#: The longest text :func:`abbreviate` gives for any other value.
+_SHOWN_CHARS = 80
+
+
+def _value_range(values) -> str:
+    """``", 0.5..2"``: the range of the finite numbers among ``values``, and how many are not finite."""
+    try:
+        arr = np.asarray(values, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        return ""
+    finite = arr[np.isfinite(arr)]
+    text = f", {finite.min():g}..{finite.max():g}" if finite.size else ""
+    if finite.size < arr.size:
+        text += f", {arr.size - finite.size} not finite"
+    return text
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
+
+
+def abbreviate(value, unit: str = "entries") -> str:
+    """``value`` as short text for a repr or an error message.
+
+    A function prints as its name, an array or a mapping of more than :data:`SHOWN_ENTRIES`
+    entries as its size and the range of its values (``unit`` names a mapping's entries),
+    anything else as its repr cut to 80 characters. Reprs and messages of :class:`Costs`,
+    :class:`~cvxrank.variants.Variant` and :class:`~cvxrank.problem.RankingProblem` go through it,
+    so a 13,543-entry margin never prints in full.
+
+    Examples
+    --------
+    >>> abbreviate(np.linspace(0.5, 2.0, 13543))
+    '<array of 13543 floats, 0.5..2>'
+    >>> abbreviate([1.0, 2.0]), abbreviate({"q1": 2.0})
+    ('[1.0, 2.0]', "{'q1': 2.0}")
+    >>> abbreviate({q: 1.0 + q for q in range(300)}, "queries")
+    '<300 queries, 1..300>'
+    >>> abbreviate(lambda higher, lower, **_: higher - lower)
+    '<function <lambda>>'
+    """
+    if value is None or isinstance(value, (str, bytes, bool, int, float, np.generic)):
+        return _clipped(repr(_plain(value)))
+    if isinstance(value, Mapping):
+        if len(value) <= SHOWN_ENTRIES:
+            return _clipped(repr({_plain(k): _plain(v) for k, v in value.items()}))
+        return f"<{len(value)} {unit}{_value_range(list(value.values()))}>"
+    if callable(value):
+        return f"<function {getattr(value, '__qualname__', type(value).__name__)}>"
+    try:
+        arr = np.asarray(value)
+    except Exception:  # noqa: BLE001 - any object: its repr, cut
+        return _clipped(repr(value))
+    if arr.dtype.kind not in "biuf" or arr.ndim == 0:
+        return _clipped(repr(value))
+    if arr.ndim == 1 and arr.size <= SHOWN_ENTRIES:
+        return _clipped(repr(arr.tolist()))
+    kind = {"f": "floats", "b": "booleans"}.get(arr.dtype.kind, "integers")
+    size = f"{arr.size} {kind}" if arr.ndim == 1 else f"shape {arr.shape}, {kind}"
+    return f"<array of {size}{_value_range(arr) if arr.dtype.kind != 'b' else ''}>"
+
+
 def _number(value, what: str, *, allow_zero: bool = False) -> float:
     if isinstance(value, bool):
         raise ValidationError(f"{what} must be a number, got {value!r}")
     try:
+        if np.ndim(value) != 0:
+            raise TypeError
         v = float(value)
     except (TypeError, ValueError):
         raise ValidationError(f"{what} must be a {'non-negative' if allow_zero else 'positive'} number, "
-                              f"got {value!r}") from None
+                              f"got {abbreviate(value)}") from None
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise ValidationError(f"{what} must be {'non-negative' if allow_zero else 'positive'} and finite, "
-                              f"got {value!r}")
+                              f"got {abbreviate(value)}")
     return v
 
 
@@ -62,6 +135,8 @@ MAX_C = 1e100
 def _check_cost(value, name: str, *, is_C: bool) -> float:
     """``value`` of ``lam`` (``is_C=False``) or ``C``: a positive finite number whose ``C`` and ``λ`` both
     lie in ``[1/(2 MAX_C), MAX_C]``; ``name`` is how the message names it (``lam``, ``C``, ``--C``)."""
+    if np.ndim(value) != 0 and not isinstance(value, (str, bytes)):
+        raise ValidationError(f"{name} must be one number, got {abbreviate(value)}")
     check(name, value, Interval())  # a number (not True, not NaN); its sign and size below
     v = _positive(value, name)
     low = 1.0 / (2.0 * MAX_C)
@@ -99,7 +174,7 @@ def _parse_grade(text: str):
         raise ValidationError(f"{text!r} is not a grade (a number)") from None
 
 
-def _tau_table(tau) -> dict[tuple, float]:
+def _parse_tau(tau) -> dict[tuple, float]:
     """Normalise ``τ``: a mapping ``{(higher, lower): value >= 0}`` or a DataFrame (higher, lower, tau)."""
     if hasattr(tau, "columns"):
         if not {"higher", "lower", "tau"} <= set(tau.columns):
@@ -140,26 +215,201 @@ def _mu_spec(mu):
         return None if mu == "none" else "balanced"
     if not isinstance(mu, Mapping):
         raise ValidationError(f"mu must be None, 'balanced' or a mapping {{qid: value}}, got {type(mu).__name__}")
-    return {_plain(k): _positive(v, f"mu[{k!r}]") for k, v in mu.items()}
+    return query_table(mu, "mu")
+
+
+def query_table(table: Mapping, what: str, *, allow_zero: bool = False, most: float = np.inf) -> dict:
+    """A mapping ``{query id: value}`` checked once: finite values, positive (or non-negative with
+    ``allow_zero``) and at most ``most``; numpy keys and values as Python scalars. ``what`` names the
+    parameter in messages (``mu``, ``margin``)."""
+    out = {}
+    for key, value in table.items():
+        v = _number(value, f"{what}[{_plain(key)!r}]", allow_zero=allow_zero)
+        if v > most:
+            raise ValidationError(f"{what}[{_plain(key)!r}] = {v:g} exceeds {most:g}")
+        out[_plain(key)] = v
+    return out
+
+
+def per_query_values(table: Mapping, query_ids, has_pairs, what: str) -> np.ndarray:
+    """The values of ``table`` (``{query id: value}``) at every query of ``query_ids``, 0 where a query has no pair.
+
+    Parameters
+    ----------
+    table : mapping
+        Already checked (:func:`query_table`).
+    query_ids : array-like of shape (n_queries,)
+        The data's query ids (``RankingData.query_ids``).
+    has_pairs : array-like of bool, shape (n_queries,)
+        Which queries have pairs: each needs a value.
+    what : str
+        The parameter's name for the messages (``mu``, ``margin``).
+
+    Raises
+    ------
+    ValidationError
+        For a query id that is not in the data, or a query with pairs and no value.
+
+    Examples
+    --------
+    >>> per_query_values({"a": 2.0, "b": 0.5}, ["a", "b", "c"], [True, True, False], "mu").tolist()
+    [2.0, 0.5, 0.0]
+    """
+    query_ids = np.asarray(query_ids)
+    has = np.asarray(has_pairs, dtype=bool)
+    pos = {_plain(k): j for j, k in enumerate(query_ids)}
+    unknown = [k for k in table if k not in pos]
+    if unknown:
+        raise ValidationError(f"{what} has query ids that are not in the data: {abbreviate(unknown[:5])}"
+                              + (f" ({len(unknown)} in all)" if len(unknown) > 5 else ""))
+    out = np.full(len(query_ids), np.nan)
+    for k, v in table.items():
+        out[pos[k]] = v
+    lacking = has & np.isnan(out)
+    if lacking.any():
+        ids = [_plain(k) for k in query_ids[lacking][:5]]
+        raise ValidationError(f"{what} has no value for queries {ids}"
+                              + (f" ({int(lacking.sum())} in all)" if lacking.sum() > 5 else "")
+                              + " (they have pairs)")
+    return np.where(has, out, 0.0)
+
+
+#: The keyword arguments a function of the pairs receives (:func:`evaluate_pair_rule`), one array
+#: each, one entry per pair in the pair order of the problem.
+PAIR_RULE_ARGUMENTS = ("higher", "lower", "qid", "better", "worse")
+
+
+def _frozen(arr) -> np.ndarray:
+    view = np.asarray(arr).view()
+    view.flags.writeable = False
+    return view
+
+
+def _pair_at(pairs: PairSet, i: int) -> str:
+    """Pair ``i`` in words, for messages: its query, grade pair and documents."""
+    qid = _plain(pairs.data.query_ids[pairs.query[i]])
+    hi, lo = (_plain(v) for v in pairs.pair_type[i])
+    documents = f"documents {int(pairs.better[i])} over {int(pairs.worse[i])}"
+    return f"pair {i} (query {qid!r}, grades {hi} over {lo}, {documents})"
+
+
+def evaluate_pair_rule(rule, pairs: PairSet, what: str, *, most: float = np.inf) -> np.ndarray:
+    """One non-negative finite number per pair from a function of the pairs, checked.
+
+    ``rule`` is called once, by keyword, with one read-only array per argument of
+    :data:`PAIR_RULE_ARGUMENTS`, each with one entry per pair in the pair order of
+    ``pairs`` (for :func:`~cvxrank.pairs.make_pairs`: by query, then by the better document's
+    grade descending, then by document position; see its docstring)::
+
+        rule(higher=..., lower=..., qid=..., better=..., worse=...)
+
+    ``higher`` and ``lower`` are the grade pair ``k(i)`` (the better and the worse document's
+    grades; ``(1, 0)`` for explicit preference pairs), ``qid`` the query id of each pair, and
+    ``better``, ``worse`` the rows of ``X`` of its two documents. A rule that needs only some
+    arguments takes the rest as ``**_`` (``lambda higher, lower, **_: higher - lower``).
+
+    Parameters
+    ----------
+    rule : callable
+    pairs : PairSet
+    what : str
+        What the values are, for the messages (``"costs weights"``, ``"margin"``).
+    most : float, default inf
+        The largest value allowed.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_pairs,)
+
+    Raises
+    ------
+    ValidationError
+        When ``rule`` raises (the message names the function and its error), or returns
+        something other than ``n_pairs`` numbers, or a NaN, infinite, negative or too large value
+        (the message names the first such pair).
+
+    Examples
+    --------
+    >>> from cvxrank.data import RankingData
+    >>> from cvxrank.pairs import make_pairs
+    >>> pairs = make_pairs(RankingData(np.eye(4), [2, 1, 0, 1], qid=[1, 1, 1, 2]))
+    >>> evaluate_pair_rule(lambda higher, lower, **_: higher - lower, pairs, "margin").tolist()
+    [1.0, 2.0, 1.0]
+    """
+    name = getattr(rule, "__qualname__", type(rule).__name__)
+    args = {"higher": pairs.pair_type[:, 0], "lower": pairs.pair_type[:, 1],
+            "qid": pairs.data.query_ids[pairs.query], "better": pairs.better, "worse": pairs.worse}
+    try:
+        out = rule(**{k: _frozen(v) for k, v in args.items()})
+    except Exception as exc:  # noqa: BLE001 - the user's code: any error is reported as theirs
+        raise ValidationError(
+            f"the {what} function {name} raised {type(exc).__name__}: {exc} (it is called with the keyword "
+            f"arguments {', '.join(PAIR_RULE_ARGUMENTS)}: arrays of one entry per pair)") from None
+    try:
+        values = np.array(out, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(f"the {what} function {name} returned {abbreviate(out)}, not numbers; it must "
+                              f"return one number per pair ({pairs.n_pairs})") from None
+    if values.shape != (pairs.n_pairs,):
+        raise ValidationError(f"the {what} function {name} returned shape {values.shape}; it must return one "
+                              f"number per pair, shape ({pairs.n_pairs},)")
+    bad = ~np.isfinite(values) | (values < 0) | (values > most)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        need = "non-negative and finite" + (f", at most {most:g}" if np.isfinite(most) else "")
+        raise ValidationError(f"the {what} function {name} returned {values[i]:g} for {_pair_at(pairs, i)} "
+                              f"({int(bad.sum())} bad values in all); each value must be {need}")
+    values.setflags(write=False)
+    return values
+
+
+def _weights_array(weights) -> np.ndarray:
+    """Explicit weights as a read-only float64 array: one number, or one non-negative finite number per pair."""
+    try:
+        arr = np.array(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(f"weights must be numeric or a function of the pairs, got {type(weights).__name__}") \
+            from None
+    if arr.ndim > 1:
+        raise ValidationError(f"weights must be one value per pair, or one for all, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValidationError(f"weights has a NaN or infinite value: {abbreviate(arr)}")
+    if np.any(arr < 0):
+        raise ValidationError(f"weights must be non-negative, found {arr.min():g}")
+    arr.setflags(write=False)
+    return arr
 
 
 class Costs:
     """The costs of the weighted hinge loss (9)/SIGIR, parsed and validated once.
 
-    Exactly one of two kinds:
+    The loss (9)/SIGIR weighs pair ``i`` by ``c_i``; by Theorem 1 the QP (14) has the costs
 
-    * **grade-pair and query weights** ``c_i = τ_k(i) μ_q(i)``: ``tau`` per
+    .. math:: C_i = \\frac{c_i}{2 \\lambda}, \\qquad c_i = \\tau_{k(i)} \\mu_{q(i)} .
+
+    Exactly one of three kinds (:attr:`kind`):
+
+    * ``"grades"``, **grade-pair and query weights** ``c_i = τ_k(i) μ_q(i)``: ``tau`` per
       (higher grade, lower grade) pair (default all ones; a value of 0 drops
       that grade pair from the loss) and ``mu`` per query (None for all ones,
-      ``"balanced"`` for (10)/SIGIR, or a mapping ``{qid: value}``);
-    * **explicit per-pair weights** ``weights`` (one non-negative number per
-      pair, e.g. for click-through preference pairs).
+      ``"balanced"`` for (10)/SIGIR, or a mapping ``{qid: value > 0}``: costs per query);
+    * ``"explicit"``, **per-pair weights** ``weights`` (one non-negative number per
+      pair in the pair order, e.g. for click-through preference pairs);
+    * ``"rule"``, **weights by rule**: ``weights`` a function of the pairs, called once per pair
+      set as ``weights(higher=, lower=, qid=, better=, worse=)`` with one array per argument in
+      the pair order (:func:`evaluate_pair_rule`), returning one non-negative number per pair.
+
+    The pair order is that of :func:`~cvxrank.pairs.make_pairs`: by query (in the order of
+    ``RankingData.query_ids``), then by the better document's grade (descending), then by
+    document position; explicit pairs keep the order they were given in.
 
     A ``Costs`` value does not depend on the data; :meth:`pair_weights`
     evaluates it on a :class:`~cvxrank.pairs.PairSet` (checking that every
     grade pair and query of the data has a value), and the pair-free solver
     reads it per (query, grade pair) cell
-    (:func:`cvxrank.native.costs.cost_table`).
+    (:func:`cvxrank.native.costs.cost_table`): ``τ`` and ``μ`` (costs per query included) always,
+    weights by rule when they are constant in each (query, grade pair) cell (else it refuses,
+    naming the cell).
 
     Parameters
     ----------
@@ -167,9 +417,10 @@ class Costs:
         ``{(higher grade, lower grade): value >= 0}``, or a DataFrame with
         columns ``higher, lower, tau`` (e.g. from :func:`estimate_tau`).
     mu : None, "balanced" or mapping
-    weights : float or array-like of shape (n_pairs,), optional
-        Explicit per-pair weights (one number: the same for every pair);
-        excludes ``tau`` and ``mu``.
+        ``{query id: value > 0}`` gives each query its own cost.
+    weights : float, array-like of shape (n_pairs,) or callable, optional
+        Explicit per-pair weights (one number: the same for every pair), or a
+        function of the pairs returning them; excludes ``tau`` and ``mu``.
 
     Examples
     --------
@@ -178,27 +429,27 @@ class Costs:
     Costs(tau={(2, 1): 2.0, (2, 0): 3.0, (1, 0): 1.0}, mu='balanced')
     >>> Costs.from_text("2-1=2,2-0=3,1-0=1", "balanced") == costs
     True
+
+    Costs per query, and by a rule of the pairs (here the grade gap, twice as much in query 2):
+
+    >>> Costs(mu={1: 1.0, 2: 2.0})
+    Costs(mu={1: 1.0, 2: 2.0})
+    >>> from cvxrank.data import RankingData
+    >>> from cvxrank.pairs import make_pairs
+    >>> pairs = make_pairs(RankingData(np.eye(5), [2, 1, 0, 1, 0], qid=[1, 1, 1, 2, 2]))
+    >>> rule = lambda higher, lower, qid, **_: (higher - lower) * np.where(qid == 2, 2.0, 1.0)
+    >>> Costs(weights=rule).pair_weights(pairs).tolist()
+    [1.0, 2.0, 1.0, 2.0]
     """
 
     __slots__ = ("tau", "mu", "weights")
 
     def __init__(self, tau=None, mu=None, weights=None):
-        if weights is not None:
-            if tau is not None or mu is not None:
-                raise ValidationError("give either explicit per-pair weights or tau/mu, not both")
-            try:
-                arr = np.array(weights, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise ValidationError(f"weights must be numeric, got {type(weights).__name__}") from None
-            if arr.ndim > 1:
-                raise ValidationError(f"weights must be one value per pair, or one for all, got shape {arr.shape}")
-            if not np.all(np.isfinite(arr)):
-                raise ValidationError("weights has a NaN or infinite value")
-            if np.any(arr < 0):
-                raise ValidationError(f"weights must be non-negative, found {arr.min():g}")
-            arr.setflags(write=False)
-            weights = arr
-        object.__setattr__(self, "tau", None if tau is None else _tau_table(tau))
+        if weights is not None and (tau is not None or mu is not None):
+            raise ValidationError("give either explicit per-pair weights or tau/mu, not both")
+        if weights is not None and not callable(weights):  # a function is evaluated on each pair set
+            weights = _weights_array(weights)
+        object.__setattr__(self, "tau", None if tau is None else _parse_tau(tau))
         object.__setattr__(self, "mu", _mu_spec(mu))
         object.__setattr__(self, "weights", weights)
 
@@ -230,12 +481,16 @@ class Costs:
 
     @property
     def kind(self) -> str:
-        """``"explicit"`` for per-pair weights, ``"grades"`` for ``τ``/``μ``."""
+        """``"explicit"`` for per-pair weights, ``"rule"`` for a function of the pairs, ``"grades"`` for ``τ``/``μ``."""
+        if callable(self.weights):
+            return "rule"
         return "explicit" if self.weights is not None else "grades"
 
     @property
     def uniform(self) -> bool:
-        """True for Ranking SVM's costs: all ``τ`` and ``μ`` equal to 1 (or absent)."""
+        """True for Ranking SVM's costs: all ``τ`` and ``μ`` equal to 1 (or absent); False for a rule."""
+        if callable(self.weights):
+            return False
         if self.weights is not None:
             return bool(np.all(self.weights == 1.0))  # scalar or per pair
         return (self.tau is None or all(v == 1.0 for v in self.tau.values())) and (
@@ -261,18 +516,7 @@ class Costs:
             return has.astype(np.float64)
         if self.mu == "balanced":
             return np.where(has, counts.max(initial=0.0) / np.maximum(counts, 1.0), 0.0)
-        pos = {_plain(k): j for j, k in enumerate(query_ids)}
-        unknown = [k for k in self.mu if k not in pos]
-        if unknown:
-            raise ValidationError(f"mu has query ids that are not in the data: {unknown[:5]}")
-        out = np.full(len(query_ids), np.nan)
-        for k, v in self.mu.items():
-            out[pos[k]] = v
-        lacking = has & np.isnan(out)
-        if lacking.any():
-            raise ValidationError(f"mu has no value for queries {np.asarray(query_ids)[lacking][:5].tolist()} "
-                                  "(they have pairs)")
-        return np.where(has, out, 0.0)
+        return per_query_values(self.mu, query_ids, has, "mu")
 
     def check_grade_pairs(self, present) -> None:
         """Refuse a ``τ`` table that lacks a grade pair of the data or names one the data lacks."""
@@ -300,7 +544,9 @@ class Costs:
         """
         if not isinstance(pairs, PairSet):
             raise ValidationError(f"pair weights need a PairSet, got {type(pairs).__name__}")
-        if self.weights is not None:
+        if callable(self.weights):
+            out = evaluate_pair_rule(self.weights, pairs, "costs weights")
+        elif self.weights is not None:
             if self.weights.ndim == 0:
                 out = np.full(pairs.n_pairs, float(self.weights))
             elif self.weights.shape != (pairs.n_pairs,):
@@ -317,7 +563,17 @@ class Costs:
 
     # -- serialisation -------------------------------------------------------
     def to_json(self) -> dict:
-        """A JSON-ready dict (model files); :meth:`from_json` reads it back exactly."""
+        """A JSON-ready dict (model files); :meth:`from_json` reads it back exactly.
+
+        Raises
+        ------
+        ValidationError
+            For weights by rule: a function is code, which a JSON file does not hold.
+        """
+        if callable(self.weights):
+            raise ValidationError(f"costs weights given by the function {abbreviate(self.weights)} cannot be "
+                                  "stored as JSON (a file holds numbers, not code); store the weights it gives "
+                                  "(Costs(weights=problem.weights)) or tau and mu")
         if self.weights is not None:
             return {"weights": self.weights.tolist()}  # a number or a list
         return {
@@ -350,6 +606,8 @@ class Costs:
             return NotImplemented
         if (self.weights is None) != (other.weights is None):
             return False
+        if callable(self.weights) or callable(other.weights):
+            return self.weights is other.weights
         if self.weights is not None:
             return bool(np.array_equal(self.weights, other.weights))
         return self.tau == other.tau and self.mu == other.mu
@@ -358,12 +616,12 @@ class Costs:
 
     def __repr__(self) -> str:
         if self.weights is not None:
-            if self.weights.ndim == 0:
+            if not callable(self.weights) and self.weights.ndim == 0:
                 return f"Costs(weights={float(self.weights):g})"
-            return f"Costs(weights=<{self.weights.shape[0]} per-pair values>)"
-        parts = [f"tau={self.tau!r}"] if self.tau is not None else []
+            return f"Costs(weights={abbreviate(self.weights)})"
+        parts = [f"tau={abbreviate(self.tau, 'grade pairs')}"] if self.tau is not None else []
         if self.mu is not None:
-            parts.append(f"mu={self.mu!r}" if not isinstance(self.mu, dict) else f"mu=<{len(self.mu)} queries>")
+            parts.append(f"mu={abbreviate(self.mu, 'queries')}")
         return f"Costs({', '.join(parts)})"
 
 
@@ -581,3 +839,27 @@ def estimate_tau(data, T: int | None = 100, *, random_state=None, average: str =
     table = pd.DataFrame(rows, columns=["higher", "lower", "tau", "n_queries"])
     table.attrs.update(average=average, n_queries_total=int(data.n_queries))
     return table
+
+
+def tau_table(tau, data: RankingData, *, T: int | None = 100, random_state=None,
+              average: str = "queries_with_both") -> dict | None:
+    """Resolve a ``tau`` parameter into ``{(higher, lower): τ}`` (None for all ones).
+
+    The one place ``tau="estimate"`` is read: :class:`~cvxrank.problem.RankingProblem` and the
+    pairwise estimators both call it. ``"estimate"`` runs the NDCG@1 swap heuristic of Fig. 1/ECML
+    (section 5.2/SIGIR) on ``data``, once (:func:`estimate_tau` with ``T``, ``random_state`` and
+    ``average``); a DataFrame with columns ``higher, lower, tau`` or a mapping is validated by
+    :class:`Costs` (a ``τ`` of 0, as the heuristic estimates for errors NDCG@1 cannot see, drops
+    that grade pair).
+
+    Examples
+    --------
+    >>> data = RankingData(np.zeros((4, 1)), y=[2, 1, 0, 0], qid=[1, 1, 1, 1])
+    >>> tau_table("estimate", data, T=None)
+    {(1, 0): 0.0, (2, 0): 1.0, (2, 1): 0.6666666666666667}
+    """
+    if isinstance(tau, str):
+        if tau != "estimate":
+            raise ValidationError(f"tau must be None, 'estimate', a mapping or a DataFrame, got {abbreviate(tau)}")
+        tau = estimate_tau(data, T=T, random_state=random_state, average=average)
+    return Costs(tau=tau).tau

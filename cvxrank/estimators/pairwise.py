@@ -22,8 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from cvxrank._validation import POSITIVE_INT, TOL, check
-from cvxrank.costs import Costs, estimate_tau
-from cvxrank.data import RankingData
+from cvxrank.costs import Costs, tau_table
 from cvxrank.estimators.base import BaseRanker, as_ranking_data, resolve_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import FORMULATIONS, build, build_hinge
@@ -37,21 +36,6 @@ __all__ = ["RankSVM", "CostSensitiveRankSVM", "RankSVMIR", "AUTO_PAIRFREE_PAIRS"
 
 #: The pair-free solvers (``solver="auto"`` picks one of them through :func:`~cvxrank.solvers.registry.choose_solver`).
 PAIRFREE_SOLVERS = tuple(spec.name for spec in SOLVERS.values() if spec.pairfree)
-
-
-def tau_table(tau, data: RankingData, *, T=100, random_state=None) -> dict | None:
-    """Resolve a ``tau`` parameter into ``{(higher, lower): τ}`` (None for all ones).
-
-    ``"estimate"`` runs the NDCG@1 swap heuristic of Fig. 1/ECML (section 5.2/SIGIR) on
-    ``data`` (:func:`cvxrank.costs.estimate_tau`); a DataFrame with columns
-    ``higher, lower, tau`` or a mapping is validated by :class:`~cvxrank.costs.Costs`
-    (a ``τ`` of 0, as the heuristic estimates for errors NDCG@1 cannot see, drops that grade pair).
-    """
-    if isinstance(tau, str):
-        if tau != "estimate":
-            raise ValidationError(f"tau must be None, 'estimate', a mapping or a DataFrame, got {tau!r}")
-        tau = estimate_tau(data, T=T, random_state=random_state)
-    return Costs(tau=tau).tau
 
 
 class _PairwiseRanker(BaseRanker):
