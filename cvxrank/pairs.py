@@ -34,6 +34,14 @@ class PairSet:
     Built by :func:`make_pairs` (from grades) or :func:`preference_pairs`
     (explicit, click-through style pairs); not meant to be built by hand.
 
+    **Pair order.** Every per-pair array of cvxrank (the attributes below, pair weights and
+    ``C``, margins, dual variables ``α``) follows one order: :func:`make_pairs` orders pairs by
+    query (ascending query id, the order of ``data.query_ids``), then by the better document
+    (grade descending, ties by row of ``X``), then by the worse document (the same way);
+    :func:`preference_pairs` keeps the order it was given. ``query``, ``better``, ``worse`` and
+    ``pair_type`` name each pair's query and documents, so a value per query ``v`` becomes one
+    per pair as ``v[pairs.query]``.
+
     Attributes
     ----------
     data : RankingData
@@ -251,7 +259,9 @@ def make_pairs(data: RankingData) -> PairSet:
     Pairs are formed only inside a query and only between different grades;
     equal grades give no pair, and a query with a single grade gives none
     (reported by :attr:`PairSet.summary`, not an error). Pairs are ordered by
-    query, then by the better document's grade (descending) and position.
+    query (ascending query id, as ``data.query_ids``), then by the better document (grade
+    descending, ties by row), then by the worse document (the same way): the one pair order of
+    weights, costs ``C``, margins and dual variables (:class:`PairSet`).
 
     Parameters
     ----------

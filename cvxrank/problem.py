@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxrank.costs import DEFAULT_LAM, Costs, check_lam
+from cvxrank.costs import DEFAULT_LAM, Costs, check_lam, tau_table
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.objectives import hinge_objective, qp_objective
@@ -34,10 +34,14 @@ from cvxrank.variants import Variant
 
 __all__ = ["RankingProblem"]
 
-#: The pair-free solver of each loss (``pairfree`` in :data:`cvxrank.solvers.registry.SOLVERS`, a layer
-#: above this module) and the extensions they take: named by the memory budget's messages.
-_PAIRFREE = {"hinge": "cutting_plane", "squared_hinge": "truncated_newton"}
-_PAIRFREE_EXTENSIONS = frozenset({"margin"})
+#: The pair-free solvers (``pairfree`` in :data:`cvxrank.solvers.registry.SOLVERS`, a layer above this
+#: module, in the registry's order), each with the loss it minimises and the extensions it takes: named by
+#: the memory budget's messages (checked against the registry by the tests).
+_PAIRFREE = {
+    "cutting_plane": ("hinge", frozenset({"margin"})),
+    "truncated_newton": ("squared_hinge", frozenset({"margin"})),
+    "prox_newton": ("squared_hinge", frozenset({"margin", "l1", "bounds"})),
+}
 
 
 class RankingProblem:
@@ -52,7 +56,21 @@ class RankingProblem:
     costs : Costs, optional
         Default: ``Costs(tau=tau, mu=mu, weights=weights)``.
     tau, mu, weights : optional
-        Shorthand for ``costs`` (see :class:`~cvxrank.costs.Costs`).
+        Shorthand for ``costs`` (see :class:`~cvxrank.costs.Costs`): ``tau`` per grade pair
+        (or ``"estimate"``, below), ``mu`` per query (``"balanced"`` or ``{query id: μ_q}``),
+        or ``weights`` per pair (an array in the pair order, or a function of the pairs,
+        :func:`~cvxrank.costs.evaluate_pair_rule`). Weights per pair need the pairs: a
+        function of the pairs forms them now (under the memory budget) and is called once.
+        Every pair weighs ``c_i = τ_k(i) μ_q(i)`` (or its given weight), and the QP (14) has
+        ``C_i = c_i / (2λ)`` (Theorem 1).
+    tau_swaps : int or None, default 100
+        With ``tau="estimate"``: the swaps ``T`` per query and grade pair of the heuristic
+        (None: its exact expectation). Not read otherwise.
+    tau_average : {"queries_with_both", "all_queries"}, default "queries_with_both"
+        With ``tau="estimate"``: the mean over queries of the heuristic
+        (:func:`~cvxrank.costs.estimate_tau`). Not read otherwise.
+    random_state : int, numpy Generator or None
+        With ``tau="estimate"``: the seed of the swaps. Not read otherwise.
     lam : float, default 0.5 (:data:`cvxrank.costs.DEFAULT_LAM`)
         ``λ`` of (9). ``λ = 1/2`` makes the two scales equal (``L = M``):
         that is the problem a QP with costs ``C`` states
@@ -65,7 +83,19 @@ class RankingProblem:
     ----------
     data : RankingData
     costs : Costs
+        With ``tau="estimate"``, ``costs.tau`` is the table the heuristic estimated on this
+        problem's data, once, at construction (:func:`cvxrank.costs.tau_table`, the code path
+        of the estimators' ``tau="estimate"``).
     lam : float
+
+    Notes
+    -----
+    The pairs (:attr:`pairs`), their weights (:attr:`weights`), ``C`` and the margins of a
+    variant all follow one pair order: that of :func:`~cvxrank.pairs.make_pairs` (by query in
+    the order of ``data.query_ids``, then by the better document, grade descending and ties by
+    row of ``X``, then by the worse document the same way), or the given order of explicit
+    pairs. ``pairs.query``, ``pairs.better`` and ``pairs.worse`` name each pair's query and
+    documents, so a value per query ``v`` is ``v[pairs.query]`` per pair.
 
     Examples
     --------
@@ -77,10 +107,17 @@ class RankingProblem:
     >>> w = np.array([0.3, -0.2])
     >>> bool(np.isclose(problem.hinge_objective(w), 2 * problem.lam * problem.qp_objective(w)))
     True
+
+    ``τ`` estimated from the problem's own data (Fig. 1/ECML), once:
+
+    >>> estimated = cr.RankingProblem(data, tau="estimate", tau_swaps=None, mu="balanced")
+    >>> estimated.costs.tau == cr.Costs(tau=cr.estimate_tau(data, T=None)).tau
+    True
     """
 
     def __init__(self, data, *, costs: Costs | None = None, tau=None, mu=None, weights=None, lam: float = DEFAULT_LAM,
-                 variant: Variant | None = None):
+                 variant: Variant | None = None, tau_swaps: int | None = 100, tau_average: str = "queries_with_both",
+                 random_state=None):
         self._n_pairs = None  # counted from the grades on first use
         if isinstance(data, PairSet):
             self._pairs, self.data = data, data.data
@@ -88,8 +125,9 @@ class RankingProblem:
             self._pairs, self.data = None, data
         else:
             raise ValidationError(f"a ranking problem takes RankingData or a PairSet, got {type(data).__name__}")
+        tau = self._resolve_tau(tau, tau_swaps, tau_average, random_state)
         self.costs = Costs.coerce(costs, tau=tau, mu=mu, weights=weights)
-        if self.costs.weights is not None and self._pairs is None:
+        if self.costs.kind == "explicit" and self._pairs is None:
             raise ValidationError("explicit per-pair weights need the pairs they weigh: pass a PairSet")
         self.lam = check_lam(lam)
         if variant is not None and not isinstance(variant, Variant):
@@ -101,6 +139,14 @@ class RankingProblem:
         self._weights = None
         if self._pairs is not None:
             self._weights = self.costs.pair_weights(self._pairs)  # validate now, against the pairs
+        elif self.costs.kind == "rule":
+            _ = self.pairs  # a function of the pairs: formed and evaluated now, once
+
+    def _resolve_tau(self, tau, tau_swaps, tau_average, random_state):
+        """``tau`` as given, or the table the heuristic estimates on this problem's data for ``"estimate"``."""
+        if not (isinstance(tau, str) and tau == "estimate"):
+            return tau
+        return tau_table(tau, self.data, T=tau_swaps, random_state=random_state, average=tau_average)
 
     @classmethod
     def from_qp(cls, pairs: PairSet, C) -> RankingProblem:
@@ -148,10 +194,11 @@ class RankingProblem:
 
     def _pairfree_solvers(self) -> list[str]:
         """The pair-free solvers that solve this problem's variant (``cutting_plane`` for the hinge loss,
-        ``truncated_newton`` for the squared hinge; margins alone of the extensions), for the budget's
-        messages: :data:`_PAIRFREE`, the registry's ``pairfree`` solvers (checked against it by the tests)."""
-        name = _PAIRFREE.get(self.variant.loss)
-        return [name] if name is not None and self.variant.extensions <= _PAIRFREE_EXTENSIONS else []
+        ``truncated_newton`` and ``prox_newton`` for the squared hinge, by the extensions each takes), for
+        the budget's messages: :data:`_PAIRFREE`, the registry's ``pairfree`` solvers."""
+        variant = self.variant
+        return [name for name, (loss, extensions) in _PAIRFREE.items()
+                if variant.loss == loss and variant.extensions <= extensions]
 
     def _nnz_x(self) -> int:
         X = self.data.X
@@ -277,8 +324,10 @@ class RankingProblem:
         """The same data and costs at another ``λ`` (the pairs are shared, not re-formed)."""
         return self._copy(self.costs, lam)
 
-    def with_costs(self, costs: Costs | None = None, *, tau=None, mu=None, weights=None) -> RankingProblem:
-        """The same data and ``λ`` with other costs."""
+    def with_costs(self, costs: Costs | None = None, *, tau=None, mu=None, weights=None, tau_swaps: int | None = 100,
+                   tau_average: str = "queries_with_both", random_state=None) -> RankingProblem:
+        """The same data and ``λ`` with other costs (``tau="estimate"`` as in the constructor)."""
+        tau = self._resolve_tau(tau, tau_swaps, tau_average, random_state)
         return self._copy(Costs.coerce(costs, tau=tau, mu=mu, weights=weights), self.lam)
 
     def _copy(self, costs: Costs, lam: float) -> RankingProblem:
@@ -289,6 +338,8 @@ class RankingProblem:
         new._weights = self._weights if costs is self.costs else None
         if new._pairs is not None and new._weights is None:
             new._weights = costs.pair_weights(new._pairs)
+        elif new._pairs is None and costs.kind == "rule":
+            _ = new.pairs  # a function of the pairs: formed and evaluated now, as in the constructor
         return new
 
     def with_variant(self, variant: Variant) -> RankingProblem:

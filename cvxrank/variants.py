@@ -8,10 +8,10 @@ A :class:`Variant` extends the weighted hinge problem (9)/SIGIR to
         + \\lambda \\|w\\|^2 + \\rho_L \\|w\\|_1,
     \\qquad \\ell(t) = [t]_+ \\ \\text{(hinge)} \\ \\text{or}\\ [t]_+^2 \\ \\text{(squared hinge)},
 
-with per-pair margins ``m_i`` (1 in the papers; the grade or gain difference of the pair), an
-ℓ1 weight ``ρ_L`` (elastic net) and bounds ``l ≤ w ≤ u`` (non-negative or monotone features).
-The default variant is the papers' problem. On the QP scale ``M = L / (2λ)``, with
-``C_i = c_i / (2λ)`` and ``ρ = ρ_L / (2λ)``,
+with per-pair margins ``m_i`` (1 in the papers; the grade or gain difference of the pair; one
+per query; or a function of the pairs), an ℓ1 weight ``ρ_L`` (elastic net) and bounds
+``l ≤ w ≤ u`` (non-negative or monotone features). The default variant is the papers' problem.
+On the QP scale ``M = L / (2λ)``, with ``C_i = c_i / (2λ)`` and ``ρ = ρ_L / (2λ)``,
 
 .. math:: M(w) = \\varphi(w) + \\sum_i C_i\\, \\ell(m_i - \\langle w, d_i \\rangle), \\qquad
           \\varphi(w) = \\tfrac12 \\|w\\|^2 + \\rho \\|w\\|_1 + I_{[l, u]}(w).
@@ -34,11 +34,13 @@ hinge), or taken from a solver's constraint duals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from cvxrank.costs import MAX_C
+from cvxrank.costs import MAX_C, abbreviate, evaluate_pair_rule, per_query_values, query_table
 from cvxrank.exceptions import ValidationError
 from cvxrank.pairs import PairSet
 
@@ -46,7 +48,7 @@ __all__ = ["LOSSES", "MARGINS", "MAX_L1", "Variant", "variant_certificate"]
 
 #: Losses of a pair's margin shortfall ``t = m_i − <w, d_i>``.
 LOSSES = ("hinge", "squared_hinge")
-#: Built-in margin rescalings (besides 1 and an explicit per-pair vector).
+#: Built-in margin rescalings (besides 1, margins per query, by a function of the pairs, and per pair).
 MARGINS = ("grade_difference", "gain_difference")
 
 
@@ -90,7 +92,35 @@ def _no_bound(value, key: str, side: float):
     return value
 
 
-@dataclass(frozen=True, eq=False)
+_MARGIN_FORMS = (f"None, {', '.join(repr(m) for m in MARGINS)}, a mapping {{query id: margin}}, "
+                 "a function of the pairs or one number per pair")
+
+
+def _parse_margin(margin):
+    """The margin as the variant keeps it, checked once: None, a built-in name, a function of the pairs,
+    ``{query id: float}`` or a read-only float64 array (one number per pair)."""
+    if margin is None or callable(margin):
+        return margin
+    if isinstance(margin, str):
+        if margin not in MARGINS:
+            raise ValidationError(f"unknown margin {abbreviate(margin)}; choose one of {_MARGIN_FORMS}")
+        return margin
+    if isinstance(margin, Mapping):
+        if not margin:
+            raise ValidationError("margin per query is empty: give {query id: margin} for every query with pairs")
+        return query_table(margin, "margin", allow_zero=True, most=MAX_L1)
+    try:
+        m = np.array(margin, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(f"margin must be {_MARGIN_FORMS}, got {abbreviate(margin)}") from None
+    if m.ndim != 1 or not np.all(np.isfinite(m)) or np.any(m < 0) or np.any(m > MAX_L1):
+        raise ValidationError(f"margin must be one non-negative number per pair, each at most {MAX_L1:g} "
+                              f"(a margin times C_i must stay finite in float64), got {abbreviate(m)}")
+    m.setflags(write=False)
+    return m
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Variant:
     """A variant of the weighted hinge problem (9) (module docstring); the default is the papers'.
 
@@ -98,9 +128,16 @@ class Variant:
     ----------
     loss : {"hinge", "squared_hinge"}, default "hinge"
         ``[t]_+`` (the papers) or ``[t]_+²`` (the L2 loss of LIBLINEAR's rank SVM).
-    margin : None, "grade_difference", "gain_difference" or array of shape (n_pairs,)
+    margin : None, "grade_difference", "gain_difference", mapping, callable or array of shape (n_pairs,)
         Required margin ``m_i`` of each pair: 1 (the papers), the grade difference
-        ``y_better − y_worse``, the gain difference ``2^{y_better} − 2^{y_worse}``, or given.
+        ``y_better − y_worse``, the gain difference ``2^{y_better} − 2^{y_worse}``, one margin per
+        query ``{query id: m_q >= 0}`` (every query with pairs needs one), a function of the pairs
+        called as ``margin(higher=, lower=, qid=, better=, worse=)`` with one array per argument
+        (:func:`cvxrank.costs.evaluate_pair_rule`), or given per pair. Functions and arrays follow
+        the pair order of :func:`cvxrank.pairs.make_pairs` (by query, then the better document's
+        grade descending, then document position). Each margin is non-negative and finite, at most
+        :data:`MAX_L1`; not all zero. The margins of a pair set are computed once (a function is
+        called once per pair set). The pair-free solvers take 1 and the built-in margins only.
     l1 : float, default 0
         ``ρ_L`` of the elastic net, on the scale of (9): ``L`` gains ``ρ_L ‖w‖₁``. In
         ``[0, MAX_L1]`` (:data:`MAX_L1`, 1e100): beyond it ``ρ = ρ_L / (2λ)`` overflows float64.
@@ -122,6 +159,13 @@ class Variant:
     --------
     >>> Variant(loss="squared_hinge", l1=0.1, lower=0.0).is_default
     False
+
+    Margins per query, or by a rule of the pairs (here the gap of the grades, halved):
+
+    >>> Variant(margin={"q1": 1.0, "q2": 2.0}).margin
+    {'q1': 1.0, 'q2': 2.0}
+    >>> Variant(margin=lambda higher, lower, **_: (higher - lower) / 2)
+    Variant(loss='hinge', margin=<function <lambda>>, l1=0.0, lower=None, upper=None, constraints=None)
     """
 
     loss: str = "hinge"
@@ -133,31 +177,35 @@ class Variant:
 
     def __post_init__(self):
         if self.loss not in LOSSES:
-            raise ValidationError(f"unknown loss {self.loss!r}; choose one of {', '.join(LOSSES)}")
-        if isinstance(self.margin, str) and self.margin not in MARGINS:
-            raise ValidationError(f"unknown margin {self.margin!r}; choose one of {', '.join(MARGINS)}, "
-                                  "None or one number per pair")
+            raise ValidationError(f"unknown loss {abbreviate(self.loss)}; choose one of {', '.join(LOSSES)}")
         if self.constraints is not None and not callable(self.constraints):
             raise ValidationError("constraints must be a function w -> list of CVXPY constraints")
         if isinstance(self.l1, bool) or not isinstance(self.l1, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(self.l1) or self.l1 < 0:
-            raise ValidationError(f"l1 must be a non-negative finite number, got {self.l1!r}")
+            raise ValidationError(f"l1 must be a non-negative finite number, got {abbreviate(self.l1)}")
         if self.l1 > MAX_L1:
             raise ValidationError(
                 f"l1={self.l1!r} is too large: l1 must lie in [0, {MAX_L1:g}]; beyond it rho = l1 / (2 lam) and "
                 "rho ||w||_1 overflow float64")
         object.__setattr__(self, "l1", float(self.l1))
-        if self.margin is not None and not isinstance(self.margin, str):
-            try:
-                m = np.asarray(self.margin, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise ValidationError(f"margin must be None, {', '.join(MARGINS)} or one number per pair, "
-                                      f"got {type(self.margin).__name__}") from None
-            if m.ndim != 1 or not np.all(np.isfinite(m)) or np.any(m < 0) or np.any(m > MAX_L1):
-                raise ValidationError(f"margin must be one non-negative number per pair, each at most {MAX_L1:g} "
-                                      "(a margin times C_i must stay finite in float64)")
+        object.__setattr__(self, "margin", _parse_margin(self.margin))
+        object.__setattr__(self, "_margins_of", WeakKeyDictionary())  # PairSet -> its margins, computed once
         for key, side in (("lower", -np.inf), ("upper", np.inf)):
             object.__setattr__(self, key, _no_bound(getattr(self, key), key, side))
+
+    def __repr__(self) -> str:
+        """The fields, with arrays, mappings and functions abbreviated (:func:`cvxrank.costs.abbreviate`)."""
+        shown = ", ".join(f"{f.name}={abbreviate(getattr(self, f.name), 'queries')}" for f in fields(self))
+        return f"Variant({shown})"
+
+    def __getstate__(self) -> dict:
+        """The fields only: the margins computed per pair set are not copied or pickled."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state: dict) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "_margins_of", WeakKeyDictionary())
 
     @property
     def is_default(self) -> bool:
@@ -169,7 +217,9 @@ class Variant:
     def extensions(self) -> frozenset:
         """How the variant departs from the papers' problem besides its loss: a subset of
         ``{"margin", "margin_per_pair", "l1", "bounds", "constraints"}`` (``"margin"``: a built-in
-        margin per grade pair, which the pair-free solvers take; ``"margin_per_pair"``: given margins).
+        margin per grade pair, which the pair-free solvers take; ``"margin_per_pair"``: margins given
+        per pair, per query or by a function of the pairs, which only solvers that form the pairs
+        take: a solver that cannot refuses the variant naming ``margin_per_pair``).
 
         Examples
         --------
@@ -190,7 +240,8 @@ class Variant:
     # -- text form ----------------------------------------------------------------
     def describe(self) -> str:
         """A short text naming the variant: ``"papers"`` for the default, else ``key=value`` items joined
-        by ``+`` (what :meth:`from_text` reads; arrays and constraints show as ``given``).
+        by ``+`` (what :meth:`from_text` reads; arrays, margins per query or by a function, and
+        constraints show as ``given``, which :meth:`from_text` does not read back).
 
         Examples
         --------
@@ -250,9 +301,34 @@ class Variant:
 
     # -- per-problem values ------------------------------------------------------
     def margins(self, pairs: PairSet) -> np.ndarray:
-        """``m_i`` of every pair."""
+        """``m_i`` of every pair, in the order of ``pairs`` (computed once per pair set, read-only).
+
+        Raises
+        ------
+        ValidationError
+            For a built-in margin on pairs not formed from grades, margins per query that miss a
+            query with pairs or name one the data lacks, a function that raises or returns other
+            than one non-negative finite number per pair, per-pair margins of the wrong length,
+            or margins that are all zero.
+        """
         if self.margin is None:
             return np.ones(pairs.n_pairs)
+        m = self._margins_of.get(pairs)
+        if m is None:
+            m = self._compute_margins(pairs)
+            if pairs.n_pairs and not np.any(m > 0):
+                raise ValidationError("every pair has margin 0: w = 0 is optimal whatever the data, nothing to learn")
+            m.setflags(write=False)
+            self._margins_of[pairs] = m
+        return m
+
+    def _compute_margins(self, pairs: PairSet) -> np.ndarray:
+        """``m_i`` of every pair from the margin as given (:meth:`margins` checks and keeps them)."""
+        if callable(self.margin):
+            return np.array(evaluate_pair_rule(self.margin, pairs, "margin", most=MAX_L1))
+        if isinstance(self.margin, dict):
+            per_query = per_query_values(self.margin, pairs.data.query_ids, pairs.pairs_per_query > 0, "margin")
+            return per_query[pairs.query]
         if isinstance(self.margin, str):
             y = np.asarray(pairs.data.y, dtype=np.float64)
             hi, lo = y[pairs.better], y[pairs.worse]
@@ -266,12 +342,10 @@ class Variant:
                                       f"{MAX_L1:g}; the grades reach {y.max(initial=0):g}, whose differences "
                                       "leave float64 (rescale the grades, or give margins per pair)")
             return m
-        m = np.asarray(self.margin, dtype=np.float64)
-        if m.shape != (pairs.n_pairs,) or not np.all(np.isfinite(m)) or np.any(m < 0):
-            raise ValidationError(f"margin must be {pairs.n_pairs} non-negative finite numbers, got shape {m.shape}")
-        if pairs.n_pairs and not np.any(m > 0):
-            raise ValidationError("every pair has margin 0: w = 0 is optimal whatever the data, nothing to learn")
-        return m
+        if self.margin.shape != (pairs.n_pairs,):
+            raise ValidationError(f"margin must be {pairs.n_pairs} non-negative finite numbers (one per pair), "
+                                  f"got {abbreviate(self.margin)}")
+        return np.array(self.margin)
 
     def bounds(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         """``(l, u)`` of every feature (``±inf`` where unbounded)."""
