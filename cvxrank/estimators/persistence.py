@@ -15,8 +15,10 @@ A model file looks like::
     }
 
 Grade-pair tables (``tau``) are stored as ``[higher, lower, value]`` triples
-because JSON keys are strings. Loading reads nothing but this structure: the
-estimator class is looked up in :data:`ESTIMATORS` by name, never imported
+and per-query tables (``mu``, ``margin``) as ``[query id, value]`` pairs, because JSON keys
+are strings; arrays (per-pair margins, bounds per feature) as lists. A margin given as a
+function of the pairs is code, which a model file never holds: saving such a model is refused.
+Loading reads nothing but this structure: the estimator class is looked up in :data:`ESTIMATORS` by name, never imported
 from the file, and every key is checked, so a file cannot make cvxrank run
 anything.
 """
@@ -34,7 +36,7 @@ from cvxrank import __version__
 from cvxrank._io import read_input
 from cvxrank._memory import check_model_file
 from cvxrank._validation import FINITE, NONNEG_INT, POSITIVE, POSITIVE_INT, Interval, check
-from cvxrank.costs import Costs
+from cvxrank.costs import Costs, abbreviate, query_table
 from cvxrank.estimators.listwise import CsRgList, ListMLE
 from cvxrank.estimators.pairwise import CostSensitiveRankSVM, RankSVM, RankSVMIR
 from cvxrank.exceptions import ValidationError
@@ -73,16 +75,53 @@ def _decode_tau(value, where):
     return Costs(tau=table).tau  # the one place costs are validated
 
 
-def _decode_mu(value, where):
-    """``[[qid, μ], ...]`` back to ``{qid: μ}`` (qids are strings or numbers, μ finite numbers)."""
+def _decode_query_pairs(value, where, what):
+    """``[[qid, value], ...]`` back to ``{qid: value}`` (qids are strings or numbers, values finite numbers)."""
     if not all(isinstance(item, list) and len(item) == 2 for item in value):
-        raise ValidationError(f"{where} must be a list of [query id, weight] pairs")
+        raise ValidationError(f"{where} must be a list of [query id, {what}] pairs")
     table = {}
     for key, v in value:
         if not (isinstance(key, str) or FINITE.admits(key)) or not FINITE.admits(v):
-            raise ValidationError(f"{where} holds [{key!r}, {v!r}], not [query id, finite number]")
+            raise ValidationError(f"{where} holds [{abbreviate(key)}, {abbreviate(v)}], not [query id, finite number]")
         table[key] = float(v)
-    return Costs(mu=table).mu
+    return table
+
+
+def _decode_mu(value, where):
+    """``[[qid, μ], ...]`` back to ``{qid: μ}``, checked by :class:`~cvxrank.costs.Costs`."""
+    return Costs(mu=_decode_query_pairs(value, where, "weight")).mu
+
+
+def _encode_query_table(table) -> list:
+    """``{qid: value}`` as ``[[qid, value], ...]`` (qids strings or numbers)."""
+    return [[k if isinstance(k, str) else _number(k), float(v)] for k, v in table.items()]
+
+
+def _encode_margin(value):
+    """A ``margin`` parameter as JSON: a name or None as is, per query as pairs, per pair as a list."""
+    if value is None or isinstance(value, str):
+        return value
+    if callable(value):
+        raise ValidationError(f"cannot store margin={abbreviate(value)} in a model file: a function of the pairs is "
+                              "code, which a model file never holds; give the margins per query ({query id: margin}) "
+                              "or a built-in margin, or keep the model in memory")
+    if isinstance(value, dict):
+        return _encode_query_table(query_table(value, "margin", allow_zero=True))
+    try:
+        values = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(f"cannot store parameter margin={abbreviate(value)} in a JSON model file") from None
+    if not np.all(np.isfinite(values)):
+        raise ValidationError(f"cannot store parameter margin={abbreviate(values)} in a JSON model file: "
+                              "it is not finite")
+    return values.tolist()
+
+
+def _decode_margin(value, where):
+    """``[[qid, margin], ...]`` back to ``{qid: margin}``; anything else is left to the estimator's checks."""
+    if not (isinstance(value, list) and value and all(isinstance(item, list) for item in value)):
+        return value
+    return query_table(_decode_query_pairs(value, where, "margin"), where, allow_zero=True)
 
 
 def _number(v):
@@ -96,17 +135,21 @@ def _json_value(name, value):
     """A parameter value as JSON, or a clear error."""
     if name == "tau":
         return _encode_tau(value)
+    if name == "margin":
+        return _encode_margin(value)
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
     if name in ("lower", "upper") and value is not None:
         from cvxrank.variants import Variant
 
         if getattr(Variant(**{name: value}), name) is None:
             return None  # -inf / inf: no bound, which None says (JSON holds no infinity)
     if name == "mu" and isinstance(value, dict):
-        return [[_number(k) if not isinstance(k, str) else k, v] for k, v in Costs(mu=value).to_json()["mu"]]
+        return _encode_query_table(Costs(mu=value).mu)
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
-        raise ValidationError(f"cannot store parameter {name}={value!r} in a JSON model file") from None
+        raise ValidationError(f"cannot store parameter {name}={abbreviate(value)} in a JSON model file") from None
     return value
 
 
@@ -186,6 +229,8 @@ def model_from_dict(doc, *, source="model") -> object:
         params["tau"] = _decode_tau(params["tau"], f"{source}: params.tau")
     if isinstance(params.get("mu"), list):
         params["mu"] = _decode_mu(params["mu"], f"{source}: params.mu")
+    if "margin" in params:
+        params["margin"] = _decode_margin(params["margin"], f"{source}: params.margin")
     n = doc["n_features"]
     check(f"{source}: n_features", n, POSITIVE_INT)
     coef = doc["coef"]
