@@ -6,7 +6,8 @@ Instances (generated, seeded): "ohsumed" is make_ohsumed_like() (about 16,000 do
 times one oracle call on web-like data of growing size and fits the exponent of time vs m;
 "floor" counts every pair-free solve (lambda 0.5..500) in floor passes of this process (one X w,
 one X^T v, one argsort of the m scores) at gaps 1e-2, 1e-4, 1e-6, with and without the Newton
-phase; "squared" solves the squared hinge; "certificate" times the certificate's share.
+phase; "squared" solves the squared hinge; "elastic" the squared hinge with an l1 term and bounds on w
+(prox_newton against Clarabel on the lifted form); "certificate" times the certificate's share.
 
 On each solved instance the problem is the weighted hinge problem (9) of Cao et al. (SIGIR
 2006) with lambda = 1/(2C) and the chosen tau/mu, solved in this one process by:
@@ -49,6 +50,7 @@ EPILOG = """examples:
   cvxrank bench native --instances web --web-queries 2000 # a smaller web-like instance
   cvxrank bench native --instances scaling --scaling-queries 500,1000,2000,4000
   cvxrank bench native --instances squared               # squared hinge: truncated Newton vs Clarabel, LinearSVC
+  cvxrank bench native --instances elastic               # squared hinge + l1 / bounds: prox_newton vs Clarabel lifted
   cvxrank bench native --instances floor                 # solves in floor passes, lambda 0.5..500
   cvxrank bench native --instances floor --floor-data web --floor-lams 0.5   # the web-sized instance (~2 GB)
   cvxrank bench native --instances floor --floor-methods cutting_plane,linearsvc,clarabel   # references, in floor passes
@@ -57,7 +59,11 @@ EPILOG = """examples:
   cvxrank bench native --instances scaling --oracle-threads 1,2   # the oracle in 1 and 2 threads side by side
 """
 
-INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "floor")
+INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "elastic", "floor")
+#: The variants of the elastic instance: an l1 weight as a fraction of the one that makes w = 0 optimal, bounds.
+ELASTIC_VARIANTS = ("l1", "lower0", "l1+lower0", "l1+signs")
+#: The real sample the elastic instance also solves (cvxrank's LETOR reader), when it is there.
+LETOR_SAMPLE = "../shared/data/lightgbm_rank/train.letor"
 REFERENCES = ("linearsvc", "clarabel")
 #: Methods the floor instance compares: the default (planes, then the Newton phase), its cutting planes alone
 #: (planes_only: newton_gap=None), and the two references on explicit pairs.
@@ -96,6 +102,19 @@ def add_arguments(parser) -> None:
                         help="certificate: OHSUMED-like queries of the explicit-pairs solve (default 1: ~8,400 pairs)")
     parser.add_argument("--squared-queries", default="18,53,106", metavar="Q1,Q2,...",
                         help="squared: OHSUMED-like sizes in queries (default 18,53,106: ~100k, 300k, 600k pairs)")
+    parser.add_argument("--elastic-queries", default="18,53,106", metavar="Q1,Q2,...",
+                        help="elastic: OHSUMED-like sizes in queries (default 18,53,106: ~100k, 300k, 600k pairs)")
+    parser.add_argument("--elastic-variants", default=",".join(ELASTIC_VARIANTS), metavar="V1,V2",
+                        help=f"elastic: any of {','.join(ELASTIC_VARIANTS)} (default all): l1 = --elastic-l1 times "
+                             "the l1 from which w = 0 is optimal; lower0: w >= 0; signs: w >= 0 on even features, "
+                             "w <= 0 on odd ones")
+    parser.add_argument("--elastic-l1", type=float, default=0.05,
+                        help="elastic: l1 as a fraction of the l1 that makes w = 0 optimal (default 0.05)")
+    parser.add_argument("--elastic-letor", default=LETOR_SAMPLE, metavar="PATH",
+                        help=f"elastic: a LETOR file also solved ('' to skip; default {LETOR_SAMPLE}, ~13.5k pairs)")
+    parser.add_argument("--elastic-hard", default="20,150,250,200", metavar="Q,MIN,MAX,N",
+                        help="elastic: the hard shape, make_ranking with Q queries of MIN..MAX documents and N "
+                             "features (default 20,150,250,200: ~270k pairs, 200 features; '' to skip)")
     parser.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     parser.add_argument("--memory", choices=("rss", "tracemalloc"), default="rss",
                         help="peak memory by sampled RSS (default; counts native allocations) or tracemalloc")
@@ -606,6 +625,112 @@ def _squared(args, tau, mu, lam):
     return rows, {"instance": "squared", "C": args.C, "lam": lam, "tol": args.tol, "sizes": metas}
 
 
+def _elastic_variant(name, threshold, fraction, n_features):
+    from cvxrank.variants import Variant
+
+    l1 = fraction * threshold if "l1" in name else 0.0
+    lower = upper = None
+    if "lower0" in name:
+        lower = 0.0
+    elif "signs" in name:
+        lower = np.where(np.arange(n_features) % 2 == 0, 0.0, -np.inf)
+        upper = np.where(np.arange(n_features) % 2 == 0, np.inf, 0.0)
+    return Variant(loss="squared_hinge", l1=l1, lower=lower, upper=upper)
+
+
+def _elastic_data(args):
+    """``(label, data)`` of the elastic instance: OHSUMED-like sizes, the LETOR sample, the hard shape."""
+    from cvxrank.data import load_letor
+    from cvxrank.datasets import make_ohsumed_like, make_ranking
+
+    for queries in positive_ints(args.elastic_queries, "--elastic-queries"):
+        yield f"ohsumed-like {queries} queries", make_ohsumed_like(n_queries=queries, random_state=args.seed)
+    if args.elastic_letor:
+        if os.path.exists(args.elastic_letor):
+            yield f"LETOR {os.path.basename(args.elastic_letor)}", load_letor(args.elastic_letor)
+        else:
+            print(f"  (no LETOR file at {args.elastic_letor}: skipped)", flush=True)
+    hard = positive_ints(args.elastic_hard, "--elastic-hard") if args.elastic_hard else []
+    if hard:
+        q, lo, hi, n = hard
+        yield (f"hard: {q} queries of {lo}-{hi} documents, {n} features",
+               make_ranking(n_queries=q, docs_per_query=(lo, hi), n_features=n, random_state=args.seed))
+
+
+def _elastic(args, tau, mu, lam):
+    """The squared hinge with an l1 term and bounds on w: prox_newton (pair-free) vs Clarabel on the lifted form."""
+    from cvxrank.exceptions import InaccurateSolutionWarning
+    from cvxrank.native import cost_table
+    from cvxrank.native.variant_oracle import VariantOracle
+    from cvxrank.problem import RankingProblem
+    from cvxrank.solvers import solve
+
+    names = split(args.elastic_variants)
+    rows = []
+    print(f"\n== squared hinge with l1 and bounds, C = {args.C:g} (lambda = {lam:g}), tau {'given' if tau else 'all 1'}, "
+          f"mu {mu or 'none'}; l1 = {args.elastic_l1:g} x the l1 from which w = 0 is optimal; requested relative "
+          f"gap {args.tol:g}; times in one process, Clarabel's with pair building and compilation", flush=True)
+    print(f"  {'data':44s} {'pairs':>9s} {'variant':10s} {'prox_newton':>11s} {'steps':>5s} {'Clarabel':>9s} "
+          f"{'speed-up':>8s} {'gap newton':>10s} {'gap Clar.':>9s} {'zeros':>7s}  agree")
+    warm = RankingProblem(_tiny_ranking(), lam=lam, variant=_elastic_variant("l1+lower0", 1.0, 0.1, 3))
+    for solver, kw in (("prox_newton", {}), ("clarabel", {"formulation": "lifted"})):  # imports and first calls
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            solve(warm, solver, **kw)
+    for label, data in _elastic_data(args):
+        costs = cost_table(data, tau, mu)
+        oracle = VariantOracle.from_data(data, costs)
+        r0 = oracle.squared_hinge(np.zeros(data.n_features))
+        threshold = float(np.abs(oracle.gradient(r0.score_gradient)).max(initial=0.0))
+        for name in names:
+            variant = _elastic_variant(name, threshold, args.elastic_l1, data.n_features)
+            problem = RankingProblem(data, tau=tau, mu=mu, lam=lam, variant=variant)
+            out = {}
+            for method, kw in (("prox_newton", {}), ("clarabel", {"formulation": "lifted"})):
+                if method == "clarabel" and "clarabel" in set(split(args.skip) or []):
+                    continue
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", InaccurateSolutionWarning)
+                    with Measure(args.memory) as m:
+                        res = solve(problem, method, tol=args.tol, **kw)
+                out[method] = (res, m)
+            a, ma = out["prox_newton"]
+            row = {"instance": "elastic", "data": label, "n_pairs": costs.total_pairs, "n_documents": data.n_documents,
+                   "n_features": data.n_features, "variant": variant.describe() if name != "l1+signs" else
+                   f"{variant.describe()} (signs)", "l1": variant.l1, "prox_newton_seconds": ma.seconds,
+                   "prox_newton_status": a.status, "prox_newton_iterations": a.iterations,
+                   "prox_newton_relative_gap": a.relative_gap, "prox_newton_peak_bytes": int(ma.peak_bytes),
+                   "zeros": int(np.sum(a.w == 0)), "oracle_calls": a.extras.get("oracle_calls"),
+                   "cg_iterations": a.extras.get("cg_iterations")}
+            agree, speed, b_gap, b_t = "-", float("nan"), float("nan"), float("nan")
+            if "clarabel" in out:
+                b, mb = out["clarabel"]
+                speed, b_gap, b_t = mb.seconds / ma.seconds, b.relative_gap, mb.seconds
+                ok = (abs(a.objective - b.objective) <= a.gap_L + b.gap_L
+                      and float(np.abs(a.w - b.w).max()) <= a.distance_bound + b.distance_bound)
+                agree = "yes" if ok else "NO"
+                row.update({"clarabel_seconds": mb.seconds, "clarabel_status": b.status,
+                            "clarabel_relative_gap": b.relative_gap, "clarabel_peak_bytes": int(mb.peak_bytes),
+                            "speedup": speed, "agree": ok})
+            rows.append(row)
+            print(f"  {label:44s} {costs.total_pairs:9,d} {name:10s} {ma.seconds:10.3f}s {a.iterations:5d} "
+                  f"{b_t:8.2f}s {speed:7.1f}x {a.relative_gap:10.1e} {b_gap:9.1e} {row['zeros']:3d}/{data.n_features:<3d}  "
+                  f"{agree}", flush=True)
+    timed = [r for r in rows if "speedup" in r and r["n_pairs"] >= 100_000]
+    if timed:
+        worst = min(timed, key=lambda r: r["speedup"])
+        print(f"  target: prox_newton >= 10x faster than Clarabel (lifted) from 100k pairs on: "
+              f"{'PASS' if worst['speedup'] >= 10 else 'MISS'} (slowest {worst['speedup']:.1f}x, {worst['data']}, "
+              f"{worst['variant']}); all within certified bounds: {all(r['agree'] for r in rows if 'agree' in r)}")
+    return rows, {"instance": "elastic", "C": args.C, "lam": lam, "tol": args.tol, "l1_fraction": args.elastic_l1}
+
+
+def _tiny_ranking():
+    from cvxrank.datasets import make_ranking
+
+    return make_ranking(n_queries=4, n_features=3, random_state=0)
+
+
 # -- floor: solves counted in floor passes ------------------------------------------
 def _floor_pass(X, repeat: int = 5) -> float:
     """Median seconds of one floor pass: ``s = X w``, ``Xᵀ v`` and ``argsort`` of the ``m`` scores (1 BLAS thread).
@@ -836,6 +961,13 @@ def check_args(args) -> tuple[list, set, float, object]:
         raise ValidationError("--scaling-queries needs at least two sizes (four or more for a meaningful fit)")
     number_list("scaling-lengths", args.scaling_lengths, POSITIVE_INT, kind=int, empty=True)
     number_list("squared-queries", args.squared_queries, POSITIVE_INT, kind=int)
+    number_list("elastic-queries", args.elastic_queries, POSITIVE_INT, kind=int)
+    if len(number_list("elastic-hard", args.elastic_hard, POSITIVE_INT, kind=int, empty=True)) not in (0, 4):
+        raise ValidationError("--elastic-hard takes four numbers: queries, fewest and most documents, features")
+    check_option("elastic-l1", args.elastic_l1, POSITIVE)
+    bad = [v for v in (split(args.elastic_variants) or []) if v not in ELASTIC_VARIANTS]
+    if bad or not split(args.elastic_variants):
+        raise ValidationError(f"--elastic-variants takes {', '.join(ELASTIC_VARIANTS)}, got {args.elastic_variants!r}")
     for value in number_list("floor-lams", args.floor_lams, Interval()):
         check_lam_option("floor-lams", value)
     methods = split(args.floor_methods) or []
@@ -861,6 +993,8 @@ def run(args) -> int:
             rows, meta = _certificate_share(args, tau, mu, lam)
         elif name == "squared":
             rows, meta = _squared(args, tau, mu, lam)
+        elif name == "elastic":
+            rows, meta = _elastic(args, tau, mu, lam)
         elif name == "floor":
             rows, meta = _floor(args, tau, mu)
         elif name == "ohsumed":
