@@ -46,6 +46,7 @@ import math
 import numbers
 from dataclasses import dataclass, replace
 
+from cvxrank._text import abbreviate
 from cvxrank.exceptions import ValidationError
 
 __all__ = ["FINITE", "MIN_TOL", "NONNEG_INT", "POSITIVE", "POSITIVE_INT", "SEED", "TIMEOUT", "TOL", "Interval", "Options", "check", "check_each",
@@ -146,7 +147,7 @@ FINITE = Interval(-math.inf, math.inf, closed="neither")
 def check(name: str, value, constraint):
     """Return ``value`` (an int for integer intervals, a float for real ones) or refuse it."""
     if not constraint.admits(value):
-        raise ValidationError(f"{name} must be {constraint}, got {value!r}")
+        raise ValidationError(f"{name} must be {constraint}, got {abbreviate(value)}")
     if value is None or isinstance(constraint, Options):
         return value
     return int(value) if constraint.integer else float(value)

@@ -15,6 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cvxrank"
 #: Lowest first. A group is a top-level module or sub-package of cvxrank.
 LAYERS = [
     {"exceptions"},
+    {"_text"},
     {"_memory", "_groups", "_io", "_args", "_optim", "_style", "_svmlight", "_float64", "_validation", "reporting"},
     {"data", "metrics"},
     {"datasets", "pairs", "evaluation"},
