@@ -147,10 +147,12 @@ class Variant:
         takes them and a model file stores them; ``lower=inf``, ``upper=-inf`` and NaN are refused.
     constraints : callable, optional
         ``constraints(w) -> list`` of CVXPY constraints on the variable ``w``
-        (e.g. ``lambda w: [w[0] >= w[1]]``). Only affine constraints are
-        certified: the certificate is the Lagrangian dual value at the
-        solver's constraint duals (module docstring); the violation of the
-        constraints at the returned ``w`` is bounded by
+        (e.g. ``lambda w: [w[0] >= w[1]]``). The certificate is the
+        Lagrangian dual value at the solver's constraint duals (module
+        docstring): affine constraints enter it exactly, convex ones through
+        their linearisation at the solution (a relaxation, tight at the
+        optimum: :meth:`cvxrank.formulations.Formulation.edits`); the
+        violation of the constraints at the returned ``w`` is bounded by
         ``certificate.infeasibility``, and ``"optimal"`` needs it within
         ``certificate.feasibility_tol``. Constraints must be convex under
         CVXPY's rules (DCP) and hold finite numbers.
