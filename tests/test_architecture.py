@@ -22,6 +22,7 @@ LAYERS = [
     {"costs", "objectives"},
     {"variants"},
     {"problem"},
+    {"clicks"},  # click logs, pairs and costs from clicks: RankingProblems for every solver
     {"certificate", "rounding"},
     {"solution"},
     {"formulations"},
