@@ -344,3 +344,20 @@ def test_session_ranks_and_risks_by_hand(tiny):
     assert naive_risk(tiny, scores) == pytest.approx((3 + 2 + 3 + 2) / 4)
     # relevant (grade >= 1: rows 1, 2, 4): s10 rows 1,2 -> 1+3; s11 rows 2,1 -> 2+1; s12 row 4 -> 2; s13 row 4 -> 2
     assert true_risk(tiny, scores) == pytest.approx((4 + 3 + 2 + 2) / 4)
+
+
+# -- the docs page ----------------------------------------------------------------------------
+
+def test_the_clicks_page_prints_what_it_shows():
+    """docs/clicks.md's example prints the lines the page shows (numbers as printed, 3-4 digits)."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "clicks.md").read_text()
+    code = re.findall(r"^```python\n(.*?)^```", page, flags=re.S | re.M)[0]
+    shown = re.findall(r"^```text\n(.*?)^```", page, flags=re.S | re.M)[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "docs/clicks.md", "exec"), {})
+    assert out.getvalue() == shown
