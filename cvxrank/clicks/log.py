@@ -361,6 +361,8 @@ class ClickLog:
                    position="position", click="click", propensity=None) -> ClickLog:
         """A click log from a pandas DataFrame, one row per impression.
 
+        Errors name the impression by its position in ``df`` (``impression i``, 0-based).
+
         Parameters
         ----------
         df : pandas.DataFrame
@@ -370,8 +372,6 @@ class ClickLog:
             Column names (defaults: these words, the columns of :meth:`to_frame`).
         propensity : str, optional
             Column of propensities (NaN: unknown). Default: none (all unknown).
-
-        Errors name the impression by its position in ``df`` (``impression i``, 0-based).
 
         Examples
         --------
