@@ -18,6 +18,9 @@ module                     content
 :mod:`.newton`             the smoothed Newton phase (Huber hinge, exact dual bound)
 :mod:`.cutting_plane`      :func:`cutting_plane`, the algorithm on an oracle, and the
                            backend of ``cvxrank.solve(problem, "cutting_plane")``
+:mod:`.truncated_newton`   the squared hinge: truncated Newton, certified by its dual
+:mod:`.prox_newton`        the squared hinge with an ℓ1 term and bounds on ``w``:
+                           orthant-wise projected truncated Newton, certified by its dual
 :mod:`.dask`               :class:`DaskOracle`: the oracle over query shards
                            on a ``dask.distributed`` cluster (imported on demand)
 =========================  ====================================================
