@@ -32,8 +32,13 @@ def installed_cvxpy_names() -> frozenset:
 
 
 def installed_cvxpy_solvers() -> list[str]:
-    """cvxrank names of the CVXPY solvers that are installed, in registry order."""
-    return [s.name for s in SOLVERS.values() if s.kind == "cvxpy" and s.cvxpy_name in installed_cvxpy_names()]
+    """cvxrank names of the CVXPY solvers that are installed and take a ranking problem: the registry's, in
+    its order, then the others CVXPY has installed (their generic specs,
+    :func:`~cvxrank.solvers.registry.generic_spec`; LP- and MILP-only solvers left out)."""
+    from cvxrank.solvers.registry import unlisted_cvxpy_solvers
+
+    listed = [s.name for s in SOLVERS.values() if s.kind == "cvxpy" and s.cvxpy_name in installed_cvxpy_names()]
+    return listed + unlisted_cvxpy_solvers()
 
 
 def _version(package: str) -> str:

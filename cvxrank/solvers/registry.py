@@ -8,6 +8,11 @@ fallback chain, its work limit (the cap of every run that sets none) and the
 valid ranges of the known numeric options (:data:`OPTION_RANGES`). Everything
 else (``solve``, the fallback chain, the paths, the study's tolerance profiles,
 the estimators' ``max_iter``) reads it here.
+
+The table's CVXPY entries are refinements: any other solver CVXPY has installed
+that can take a QP is reached too, through a generic spec built from what CVXPY
+says about it (:func:`generic_spec`; ``SOLVERS[name]`` and :func:`get_spec`
+return it), with its options passed untouched and no work limit of cvxrank's.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from importlib import metadata
 from cvxrank._validation import POSITIVE, Interval
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 
-__all__ = ["AUTO_PAIRFREE_PAIRS", "ITERATION_CAP", "OPTION_RANGES", "POLICIES", "SOLVERS", "SolverSpec",
-           "check_option_values", "choose_solver", "fallback_chain", "get_spec", "max_iter_options"]
+__all__ = ["AUTO_PAIRFREE_PAIRS", "ITERATION_CAP", "NOT_FOR_RANKING", "OPTION_RANGES", "POLICIES", "SOLVERS",
+           "SolverSpec", "check_option_values", "choose_solver", "cvxpy_capabilities", "fallback_chain",
+           "generic_spec", "get_spec", "max_iter_options", "unlisted_cvxpy_solvers"]
 
 
 def _osqp_polish_option() -> str:
@@ -100,11 +106,18 @@ class SolverSpec:
         outcome does not depend on the machine's speed. Chosen from measured counts, see
         ``docs/solvers.md`` ("Work limits" and "Theorem 1, verified"); for the optional solvers
         (PIQP, ProxQP, QOCO, CVXOPT, Gurobi, MOSEK) the solver's own documented default cap, now
-        stated and reported. None only for DAQP, which has no iteration option (its active-set
-        method ends on its own).
+        stated and reported. None for DAQP, which has no iteration option (its active-set
+        method ends on its own), and for a :attr:`generic` spec: cvxrank does not cap its run, the
+        solver's own default cap (if it has one) applies.
     work_unit : str
-        What :attr:`work_limit` counts: ``"iterations"``, ``"oracle calls"`` (``cutting_plane``) or
-        ``"Newton steps"`` (``truncated_newton``, ``newton``); :meth:`work_done` reads it off a result.
+        What :attr:`work_limit` counts: ``"iterations"``, ``"oracle calls"`` (``cutting_plane``),
+        ``"Newton steps"`` (``truncated_newton``, ``newton``) or ``"QP iterations"`` (HiGHS, whose
+        reported iterations also count the simplex phase that finds its starting point);
+        :meth:`work_done` reads it off a result.
+    generic : bool
+        Built on the fly for a CVXPY solver the table does not list (:func:`generic_spec`): only
+        what CVXPY says about it is known (:attr:`method` names the problem classes its interfaces
+        take); options pass untouched, no work limit.
     """
 
     name: str
@@ -130,6 +143,7 @@ class SolverSpec:
     problems: tuple = ("pairwise",)
     work_limit: int | None = None
     work_unit: str = "iterations"
+    generic: bool = False
 
     def solves(self, kind: str) -> bool:
         """Whether the solver takes problems of ``kind`` (``"pairwise"`` or ``"listwise"``)."""
@@ -157,7 +171,11 @@ class SolverSpec:
     def work_done(self, result) -> int | None:
         """The work ``result`` (a :class:`~cvxrank.solution.SolveResult` of this solver) did, in :attr:`work_unit`."""
         extras = result.extras if isinstance(result.extras, dict) else {}
-        work = extras.get("oracle_calls") if self.work_unit == "oracle calls" else result.iterations
+        if self.work_unit == "QP iterations":  # HiGHS: CVXPY's count adds the simplex phase's iterations
+            info = getattr(extras.get("solver_stats"), "extra_stats", None)
+            work = getattr(info, "qp_iteration_count", result.iterations)
+        else:
+            work = extras.get("oracle_calls") if self.work_unit == "oracle calls" else result.iterations
         return None if work is None else int(work)
 
     def time_limit(self, seconds: float) -> dict:
@@ -195,6 +213,19 @@ def _names(*names) -> frozenset:
     return frozenset(names + _CVXPY_SOLVE)
 
 
+def _highs_options() -> frozenset | None:
+    """HiGHS's options, read off the installed highspy, and the two CVXPY reads itself: ``highs_options`` (a
+    dict of HiGHS options, also the way to pass an advanced option highspy's class does not list) and
+    ``write_model_file``."""
+    try:
+        import highspy
+
+        names = [a for a in dir(highspy.HighsOptions()) if not a.startswith("_")]
+    except Exception:  # not installed, or a release without HighsOptions: pass options untouched
+        return None
+    return frozenset(names + ["highs_options", "write_model_file"] + list(_CVXPY_SOLVE))
+
+
 #: ECOS's settings (its Python interface's keyword arguments).
 _ECOS = _names("max_iters", "abstol", "reltol", "feastol", "abstol_inacc", "reltol_inacc", "feastol_inacc")
 #: OSQP's settings, under both the 0.6 and the 1.x names.
@@ -208,8 +239,21 @@ _SCS = _names("max_iters", "eps_abs", "eps_rel", "eps_infeas", "alpha", "rho_x",
               "normalize", "acceleration_lookback", "acceleration_interval", "time_limit_secs",
               "write_data_filename", "log_csv_filename", "use_indirect", "mkl", "gpu")
 
-#: Every solver cvxrank knows, in the order :func:`cvxrank.available_solvers` lists them.
-SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
+class _Table(dict):
+    """:data:`SOLVERS`: a dict whose missing key, when CVXPY has that solver installed and it can take the
+    QP, is its :func:`generic_spec` (built on each look-up). ``in``, ``len``, iteration and ``get`` see the
+    listed solvers only; a name that is neither listed nor usable is a ``KeyError``."""
+
+    def __missing__(self, key):
+        try:
+            return generic_spec(key)
+        except SolverNotAvailableError as exc:
+            raise KeyError(key) from exc
+
+
+#: Every solver cvxrank lists, in the order :func:`cvxrank.available_solvers` lists them; ``SOLVERS[name]``
+#: of an unlisted solver CVXPY has installed is its generic spec (:func:`generic_spec`).
+SOLVERS: dict[str, SolverSpec] = _Table({spec.name: spec for spec in (
     SolverSpec("clarabel", _C, "interior point (QP/SOCP), the reference", "clarabel", "CLARABEL",
                ("tol_gap_abs", "tol_gap_rel", "tol_feas"), "max_iter", "time_limit",
                # Clarabel's warm start is a data update that keeps the first point's equilibration
@@ -243,6 +287,16 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
     SolverSpec("gurobi", _C, "commercial (QP)", "gurobipy", "GUROBI", (), "BarIterLimit", "TimeLimit", work_limit=1_000),
     SolverSpec("mosek", _C, "commercial (conic)", "Mosek", "MOSEK", (), "MSK_IPAR_INTPNT_MAX_ITERATIONS",
                "MSK_DPAR_OPTIMIZER_MAX_TIME", exp_cone=True, work_limit=400),
+    # HiGHS (highspy, a dependency of recent CVXPY): CVXPY hands it the QP, which HiGHS solves by its
+    # active-set QP method after a simplex phase for a feasible start; it returns the constraint duals.
+    # Its own QP cap (qp_iteration_limit) defaults to 2**31 - 1; the work limit counts QP iterations
+    # only. Measured on generated data: primal, hinge and lifted certify within 400 QP iterations to
+    # 10,512 pairs, the dual within 8,421 at λ = 0.1 but took 225,363 (22 s) on 5,058 pairs at λ = 1e-3.
+    # Its feasibility tolerances changed no run (the active set ends exact): none in the profiles; a
+    # warm start changed no count along a λ path.
+    SolverSpec("highs", _C, "active-set QP (HiGHS), after a simplex phase for a feasible start", "highspy", "HIGHS",
+               (), "qp_iteration_limit", "time_limit", warm_start=False, options=_highs_options(),
+               work_limit=20_000, work_unit="QP iterations"),
     SolverSpec("subgradient", _N, "projected subgradient, step 1/(λ(k+1)), weighted average; certified stop",
                "cvxrank", max_iter_option="max_iter", time_limit_option="time_limit", warm_start=False,
                default_tol=1e-4, quick_max_iter=200_000, losses=("hinge",), extensions=frozenset(),
@@ -266,7 +320,7 @@ SOLVERS: dict[str, SolverSpec] = {spec.name: spec for spec in (
                "cvxrank", max_iter_option="max_iter", warm_start=False, start_option="w0", default_tol=1e-8,
                losses=(), problems=("listwise",), options=frozenset({"max_iter", "line_search"}), work_limit=50,
                work_unit="Newton steps"),
-)}
+)})
 
 
 #: An iteration or oracle-call cap: OSQP, SCS and Clarabel read a 32-bit integer (a larger or
@@ -280,7 +334,8 @@ _TOLERANCE = Interval(0, math.inf, closed="left")  # a non-negative finite numbe
 #: go to the solver untouched, which checks them itself.
 OPTION_RANGES: dict[str, Interval] = {
     # iteration and oracle-call caps
-    **dict.fromkeys(("max_iter", "max_iters", "maxiters", "cg_max_iter", "check_every", "acceleration_interval"),
+    **dict.fromkeys(("max_iter", "max_iters", "maxiters", "cg_max_iter", "check_every", "acceleration_interval",
+                     "qp_iteration_limit", "simplex_iteration_limit", "ipm_iteration_limit", "pdlp_iteration_limit"),
                     ITERATION_CAP),
     **dict.fromkeys(("equilibrate_max_iter", "iterative_refinement_max_iter", "polish_refine_iter",
                      "polishing_refine_iter", "adaptive_rho_interval", "check_termination", "max_threads"), _COUNT),
@@ -292,6 +347,10 @@ OPTION_RANGES: dict[str, Interval] = {
                      "reduced_tol_gap_abs", "reduced_tol_gap_rel", "reduced_tol_feas", "reduced_tol_infeas_abs",
                      "reduced_tol_infeas_rel", "reduced_tol_ktratio"), _TOLERANCE),
     **dict.fromkeys(("abstol", "reltol", "feastol", "abstol_inacc", "reltol_inacc", "feastol_inacc"), POSITIVE),
+    # HiGHS's own ranges (it refuses a smaller one with a bare ValueError inside CVXPY)
+    **dict.fromkeys(("primal_feasibility_tolerance", "dual_feasibility_tolerance"),
+                    Interval(1e-10, math.inf, closed="left")),
+    "ipm_optimality_tolerance": Interval(1e-12, math.inf, closed="left"),
     # step sizes and penalties of the ADMM solvers
     **dict.fromkeys(("rho", "sigma", "delta", "scale", "rho_x"), POSITIVE),
     "alpha": Interval(0, 2, closed="neither"),  # OSQP's and SCS's relaxation
@@ -329,19 +388,119 @@ def check_option_values(spec: SolverSpec, options: dict) -> None:
             raise ValidationError(f"the solver {spec.name!r}: {name} must be {valid}, got {value!r}")
 
 
-def get_spec(name) -> SolverSpec:
-    """The :class:`SolverSpec` of ``name`` (case-insensitive), whether installed or not.
+#: CVXPY solvers that could take the QP but that cvxrank does not hand its problems, and why.
+NOT_FOR_RANKING = {
+    "ECOS_BB": "it is ECOS's branch and bound for mixed-integer problems (CVXPY itself never picks it for a "
+               "continuous one) and cvxrank's problems are continuous: the same interior point is 'ecos'",
+}
+
+#: CVXPY's constraint classes -> the cone they stand for.
+_CONES = {"SOC": "SOC", "ExpCone": "EXP", "PSD": "PSD", "SvecPSD": "PSD", "PowCone3D": "POW", "PowConeND": "POW"}
+
+
+def cvxpy_capabilities(cvxpy_name: str) -> tuple[str, ...]:
+    """What CVXPY says the solver ``cvxpy_name`` (CVXPY's constant) takes, read off its solver interfaces.
+
+    ``"QP"`` when CVXPY has a QP interface for it (:data:`cvxpy.reductions.solvers.defines.QP_SOLVERS`,
+    a quadratic objective under linear constraints), ``"LP"`` when it has any, then the cones of its conic
+    interface (``SUPPORTED_CONSTRAINTS``: ``"SOC"``, ``"EXP"``, ``"PSD"``, ``"POW"``) and ``"MIP"`` when an
+    interface is ``MIP_CAPABLE``. Empty for a name CVXPY has no QP or conic interface for (an NLP solver).
+
+    Examples
+    --------
+    >>> cvxpy_capabilities("OSQP"), cvxpy_capabilities("ECOS")
+    (('QP', 'LP'), ('LP', 'SOC', 'EXP'))
+    >>> cvxpy_capabilities("SCIPY")
+    ('LP', 'MIP')
+    """
+    from cvxpy.reductions.solvers import defines
+
+    qp, conic = defines.SOLVER_MAP_QP.get(cvxpy_name), defines.SOLVER_MAP_CONIC.get(cvxpy_name)
+    interfaces = [i for i in (qp, conic) if i is not None]
+    if not interfaces:
+        return ()
+    found = {_CONES.get(c.__name__) for c in getattr(conic, "SUPPORTED_CONSTRAINTS", ())}
+    out = (["QP"] if qp is not None else []) + ["LP"] + [c for c in ("SOC", "EXP", "PSD", "POW") if c in found]
+    return tuple(out + ["MIP"] if any(getattr(i, "MIP_CAPABLE", False) for i in interfaces) else out)
+
+
+def _why_not(cvxpy_name: str) -> str | None:
+    """Why cvxrank does not hand its problems to the CVXPY solver ``cvxpy_name``, None when it does."""
+    if cvxpy_name in NOT_FOR_RANKING:
+        return f"is not used by cvxrank: {NOT_FOR_RANKING[cvxpy_name]}"
+    takes = cvxpy_capabilities(cvxpy_name)
+    if "QP" in takes or "SOC" in takes:
+        return None
+    if not takes:
+        return f"cannot take a QP (CVXPY has no QP or conic interface for {cvxpy_name})"
+    mip = " (and their mixed-integer forms)" if "MIP" in takes else ""
+    return (f"cannot take a QP (CVXPY's {cvxpy_name} interface takes {' and '.join(t for t in takes if t != 'MIP')} "
+            f"problems{mip} only), and every ranking problem of cvxrank is one")
+
+
+def _listed_cvxpy_names() -> set:
+    return {s.cvxpy_name for s in SOLVERS.values() if s.cvxpy_name}
+
+
+def generic_spec(name) -> SolverSpec:
+    """The :class:`SolverSpec` of an installed CVXPY solver the table does not list, from what CVXPY says.
+
+    ``name`` is CVXPY's constant in lower case (``"qpalm"`` for ``QPALM``). The spec takes the pairwise
+    problems when CVXPY can hand the solver a QP (a QP interface, or a conic one with second-order cones,
+    :func:`cvxpy_capabilities`), and the listwise problem too when its cones include the exponential cone.
+    Nothing else is known: its options pass untouched (``options=None``), cvxrank gives no work limit (the
+    solver's own default cap, if any, applies), no tolerance option, no time-limit option, ``warm_start``
+    True (CVXPY hands the flag to the solver, which uses it if it can), ``package`` the name (CVXPY does
+    not say which package; the version then reads ``"unknown"`` when no distribution has that name).
 
     Raises
     ------
     SolverNotAvailableError
-        For a name cvxrank does not know; the message lists the installed solvers.
+        For a name CVXPY has not installed or the table lists (``unknown solver``, listing the installed
+        ones), for an LP- or MILP-only solver (``cannot take a QP``) and for the solvers of
+        :data:`NOT_FOR_RANKING`; each message says why and lists the installed solvers.
+    """
+    from cvxrank.solvers import available_solvers
+    from cvxrank.solvers.cvxpy_backend import installed_cvxpy_names
+
+    key = str(name).lower()
+    const = key.upper()
+    if const in _listed_cvxpy_names() or const not in installed_cvxpy_names():
+        raise SolverNotAvailableError(f"unknown solver {name!r}; installed: {', '.join(available_solvers(None))}")
+    why = _why_not(const)
+    if why is not None:
+        raise SolverNotAvailableError(f"the CVXPY solver {key!r} {why}; installed: "
+                                      f"{', '.join(available_solvers(None))}")
+    takes = cvxpy_capabilities(const)
+    return SolverSpec(key, _C, f"CVXPY's {const} interface ({', '.join(takes)}); not in cvxrank's table", key,
+                      const, exp_cone="EXP" in takes, generic=True)
+
+
+def unlisted_cvxpy_solvers() -> list[str]:
+    """Names of the solvers CVXPY has installed that the table does not list and that take a ranking
+    problem (:func:`generic_spec`), in alphabetical order."""
+    from cvxrank.solvers.cvxpy_backend import installed_cvxpy_names
+
+    listed = _listed_cvxpy_names()
+    return [c.lower() for c in sorted(installed_cvxpy_names()) if c not in listed and _why_not(c) is None]
+
+
+def get_spec(name) -> SolverSpec:
+    """The :class:`SolverSpec` of ``name`` (case-insensitive), whether installed or not.
+
+    A name the table does not list that CVXPY has installed gets its :func:`generic_spec`.
+
+    Raises
+    ------
+    SolverNotAvailableError
+        For a name cvxrank does not know and CVXPY has not installed; the message lists the installed
+        solvers. For an installed CVXPY solver that cannot take the problems (LP- or MILP-only), or that
+        :data:`NOT_FOR_RANKING` lists, the message says why.
     """
     key = str(name).lower()
-    if key not in SOLVERS:
-        installed = [s.name for s in SOLVERS.values() if s.installed()]
-        raise SolverNotAvailableError(f"unknown solver {name!r}; installed: {', '.join(installed)}")
-    return SOLVERS[key]
+    if key in SOLVERS:
+        return SOLVERS[key]
+    return generic_spec(name)
 
 
 #: The policies :func:`cvxrank.solve` takes in place of a solver name.
@@ -373,6 +532,20 @@ def fallback_chain() -> tuple[str, ...]:
 
 
 def max_iter_options(name, n: int) -> dict:
-    """The iteration cap ``n`` under ``name``'s own option name (``max_iter`` for unknown solvers)."""
+    """The iteration cap ``n`` under ``name``'s own option name (``max_iter`` for unknown solvers and policies).
+
+    Raises
+    ------
+    ValidationError
+        For a CVXPY solver the table does not list (a :func:`generic_spec`): cvxrank does not know its
+        iteration option, and would rather say so than drop the cap.
+    """
     key = str(name).lower()
-    return SOLVERS[key].max_iter(n) if key in SOLVERS else {"max_iter": int(n)}
+    if key in SOLVERS:
+        return SOLVERS[key].max_iter(n)
+    try:
+        spec = generic_spec(key)
+    except SolverNotAvailableError:
+        return {"max_iter": int(n)}
+    raise ValidationError(f"max_iter: cvxrank does not know the iteration option of the CVXPY solver {spec.name!r} "
+                          "(not in its registry); give the solver's own option among its options instead")
