@@ -49,8 +49,9 @@ def add_arguments(parser) -> None:
     formulations, solvers, profiles = (",".join(DEFAULTS[k]) for k in ("formulations", "solvers", "profiles"))
     parser.add_argument("--formulations", default=formulations,
                         help=f"primal, lifted, dual, hinge, auto (default {formulations})")
-    parser.add_argument("--solvers", help="names of cvxrank.available_solvers() (default: the installed ones of "
-                                          f"{solvers})")
+    parser.add_argument("--solvers", help="names of cvxrank.available_solvers(), which include any solver CVXPY "
+                                          "has installed that can take a QP, e.g. highs (default: the installed ones "
+                                          f"of {solvers})")
     parser.add_argument("--profiles", default=profiles, help=f"low (1e-3), mid (1e-6), high (1e-9) (default {profiles})")
     parser.add_argument("--lams", default="0.5", help="lambda values of (9)/SIGIR (default 0.5, cvxrank.DEFAULT_LAM)")
     parser.add_argument("--tau", metavar="H-L=V,...", help="tau per grade pair, e.g. 2-1=2,2-0=3,1-0=1 "

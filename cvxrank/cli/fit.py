@@ -63,7 +63,8 @@ def add_ranker_arguments(parser) -> None:
     parser.add_argument("--l1", type=float, help="pairwise methods: elastic-net weight on ||w||_1 (default 0)")
     parser.add_argument("--lower", type=float, help="pairwise methods: lower bound on every weight, e.g. 0")
     parser.add_argument("--upper", type=float, help="pairwise methods: upper bound on every weight")
-    parser.add_argument("--solver", help="a solver of cvxrank.available_solvers() (listwise methods: "
+    parser.add_argument("--solver", help="a solver of cvxrank.available_solvers(), which include any solver CVXPY has "
+                        "installed that can take a QP, e.g. highs (listwise methods: "
                         "cvxrank.available_solvers('listwise')), or the policy auto (default) or fallback")
     parser.add_argument("--formulation", help="auto (default), primal, lifted, dual or hinge")
     parser.add_argument("--tol", type=float, help="certified relative gap (default: the solver's own, "

@@ -25,9 +25,12 @@ name               kind        method
                                (:mod:`cvxrank.native.truncated_newton`)
 =================  ==========  ==================================================
 
-The other QP solvers of the registry (``piqp``, ``proxqp``, ``qoco``, ``daqp``,
-``cvxopt``, ``gurobi``, ``mosek``) work when CVXPY has them installed;
-:func:`available_solvers` lists what this machine has. Two policies stand in
+``highs`` (HiGHS's active-set QP, CVXPY) and the other QP solvers of the registry
+(``piqp``, ``proxqp``, ``qoco``, ``daqp``, ``cvxopt``, ``gurobi``, ``mosek``) work when
+CVXPY has them installed, and so does any other solver CVXPY has installed that can take
+a QP, through a generic spec (:func:`~cvxrank.solvers.registry.generic_spec`: options
+untouched, no work limit of cvxrank's); LP- and MILP-only solvers are refused, saying
+why. :func:`available_solvers` lists what this machine has. Two policies stand in
 for a name: ``"auto"`` (:func:`~cvxrank.solvers.registry.choose_solver`) and
 ``"fallback"`` (:data:`FALLBACK_CHAIN`, the first certified solution).
 """
@@ -94,7 +97,8 @@ _RESERVED = {"problem", "tol", "verbose", "formulation", "self", "oracle", "lam"
 
 
 def available_solvers(kind: str | None = "pairwise") -> list[str]:
-    """Names ``solve`` accepts on this machine for problems of ``kind``: installed CVXPY solvers, then native ones.
+    """Names ``solve`` accepts on this machine for problems of ``kind``: installed CVXPY solvers (the registry's,
+    then any other CVXPY has installed that can take the problem), then native ones.
 
     ``kind`` is ``"pairwise"`` (a :class:`~cvxrank.problem.RankingProblem`, the default),
     ``"listwise"`` (a :class:`~cvxrank.listwise.problem.ListwiseProblem`) or None (every solver).
@@ -271,8 +275,9 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
     Raises
     ------
     SolverNotAvailableError
-        For an unknown or uninstalled solver (the message lists the installed ones), or one
-        that does not solve the problem's variant (the message names the solvers that do).
+        For an unknown or uninstalled solver (the message lists the installed ones), a CVXPY
+        solver that cannot take a QP (LP- or MILP-only, the message says so), or one that does
+        not solve the problem's variant (the message names the solvers that do).
     ValidationError
         For a ``tol`` outside [1e-15, 1), an option the solver does not take (the message lists
         the valid ones), an option value out of its range (the message names the option, the
