@@ -15,8 +15,9 @@ Layout (imports point down this list only; ``tests/test_architecture.py`` enforc
 
     cli, bench     the command line (one module per command) and the benchmarks
     plots          the figures
-    experiments    cross-validation and sign tests, the ECML simulation;  study: solver comparisons
-    estimators     scikit-learn rankers (RankSVM, ..., CsRgList), JSON model files
+    experiments    cross-validation and sign tests, the ECML simulation, the WSDM 2017 click experiment;
+                   study: solver comparisons
+    estimators     scikit-learn rankers (RankSVM, ..., CsRgList, ClickRankSVM), JSON model files
     path, theorem  λ / cost grids on one compiled problem (DPP);  Theorem 1 checked numerically
     listwise       ListMLE / cs-RgList: Newton (Steps 1-5) and the exponential-cone form
     solvers        solve(): the one door to every solver; the registry, CVXPY backends, native
@@ -25,6 +26,8 @@ Layout (imports point down this list only; ``tests/test_architecture.py`` enforc
     formulations   build_primal, build_lifted_primal, build_dual, build_hinge: compile a problem
     solution       SolveResult (objective L(w) of (9), one scale) and its Certificate;
                    certificate: duality gaps from a dual point
+    clicks         click logs (ClickLog, read_clicks), pairs and 1/propensity weights from clicks,
+                   propensity estimators, the click simulator (make_clicks), IPS risk
     problem        RankingProblem: data or pairs, one Costs value, λ;  objectives: L(w), M(w), L_D(α)
     costs          Costs (τ, μ or per-pair weights), pair_weights, theorem1_C
     pairs          make_pairs, preference_pairs, PairSet (D = P X)
@@ -40,6 +43,9 @@ import importlib
 #: Public name -> the module that defines it. The package imports them on first use
 #: (PEP 562), so ``import cvxrank`` and ``cvxrank --version`` do not load CVXPY, SciPy or pandas.
 _EXPORTS = {
+    "ClickLog": "cvxrank.clicks", "click_pairs": "cvxrank.clicks", "click_problem": "cvxrank.clicks",
+    "make_clicks": "cvxrank.clicks", "read_clicks": "cvxrank.clicks", "write_clicks": "cvxrank.clicks",
+    "ClickRankSVM": "cvxrank.estimators",
     "MemoryBudgetError": "cvxrank._memory", "set_memory_budget": "cvxrank._memory",
     "Costs": "cvxrank.costs", "DEFAULT_LAM": "cvxrank.costs", "balanced_mu": "cvxrank.costs", "estimate_tau": "cvxrank.costs",
     "pair_weights": "cvxrank.costs", "theorem1_C": "cvxrank.costs",
@@ -79,6 +85,8 @@ __all__ = [
     "__version__",
     "DEFAULT_LAM",
     "Certificate",
+    "ClickLog",
+    "ClickRankSVM",
     "Costs",
     "CvxrankError",
     "Formulation",
@@ -99,10 +107,13 @@ __all__ = [
     "build_lifted_primal",
     "build_primal",
     "choose_formulation",
+    "click_pairs",
+    "click_problem",
     "dual_objective",
     "estimate_tau",
     "hinge_objective",
     "load_letor",
+    "make_clicks",
     "make_ecml_simulation",
     "make_ohsumed_like",
     "make_pairs",
@@ -111,8 +122,10 @@ __all__ = [
     "pair_weights",
     "preference_pairs",
     "qp_objective",
+    "read_clicks",
     "solve",
     "set_memory_budget",
     "theorem1_C",
     "verify_theorem1",
+    "write_clicks",
 ]

@@ -37,6 +37,7 @@ from cvxrank._io import read_input
 from cvxrank._memory import check_model_file
 from cvxrank._validation import FINITE, NONNEG_INT, POSITIVE, POSITIVE_INT, Interval, check
 from cvxrank.costs import Costs, abbreviate, query_table
+from cvxrank.estimators.clicks import ClickRankSVM
 from cvxrank.estimators.listwise import CsRgList, ListMLE
 from cvxrank.estimators.pairwise import CostSensitiveRankSVM, RankSVM, RankSVMIR
 from cvxrank.exceptions import ValidationError
@@ -48,11 +49,13 @@ FORMAT = "cvxrank-model"
 FORMAT_VERSION = 1
 _KEYS = {"format", "format_version", "cvxrank_version", "estimator", "params", "n_features", "coef", "fitted",
          "solve"}
-_FITTED_KEYS = {"lam", "C", "tau", "n_iter"}
+_FITTED_KEYS = {"lam", "C", "tau", "n_iter", "eta", "propensities", "n_pairs"}
+#: The fitted attributes of :class:`ClickRankSVM` a model file keeps (``eta_``, ``propensities_``, ``n_pairs_``).
+_CLICK_FITTED = ("eta", "propensities", "n_pairs")
 
 
 #: Estimator classes a model file may name.
-ESTIMATORS = {cls.__name__: cls for cls in (RankSVM, CostSensitiveRankSVM, RankSVMIR, ListMLE, CsRgList)}
+ESTIMATORS = {cls.__name__: cls for cls in (RankSVM, CostSensitiveRankSVM, RankSVMIR, ListMLE, CsRgList, ClickRankSVM)}
 
 
 def _encode_tau(tau):
@@ -169,6 +172,10 @@ def model_to_dict(model) -> dict:
     params = {k: _json_value(k, v) for k, v in model.get_params(deep=False).items()}
     fitted = {"lam": getattr(model, "lam_", None), "C": getattr(model, "C_", None),
               "tau": _encode_tau(getattr(model, "tau_", None)), "n_iter": int(getattr(model, "n_iter_", 0))}
+    if isinstance(model, ClickRankSVM):  # propensities as used, NaN (no value at a position) stored as null
+        props = getattr(model, "propensities_", None)
+        fitted.update(eta=getattr(model, "eta_", None), n_pairs=int(model.n_pairs_),
+                      propensities=None if props is None else [float(v) for v in props])
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -247,6 +254,16 @@ def model_from_dict(doc, *, source="model") -> object:
     n_iter = fitted.get("n_iter", 0)
     if not NONNEG_INT.or_none().admits(n_iter):
         raise ValidationError(f"{source}: fitted.n_iter must be a non-negative integer, got {n_iter!r}")
+    if set(fitted) & set(_CLICK_FITTED) and cls is not ClickRankSVM:
+        raise ValidationError(f"{source}: fitted keys {sorted(set(fitted) & set(_CLICK_FITTED))} belong to ClickRankSVM")
+    if not FINITE.or_none().admits(fitted.get("eta")):
+        raise ValidationError(f"{source}: fitted.eta must be a number or null, got {fitted['eta']!r}")
+    if not NONNEG_INT.or_none().admits(fitted.get("n_pairs")):
+        raise ValidationError(f"{source}: fitted.n_pairs must be a non-negative integer or null, got {fitted['n_pairs']!r}")
+    props = fitted.get("propensities")
+    if props is not None and not (isinstance(props, list) and all(v is None or POSITIVE.admits(v) for v in props)):
+        raise ValidationError(f"{source}: fitted.propensities must be a list of positive numbers (null: no value) "
+                              "or null")
     if isinstance(fitted.get("tau"), str):
         raise ValidationError(f"{source}: fitted.tau must be a list of [higher, lower, value] triples or null")
     solve = doc["solve"]
@@ -262,6 +279,12 @@ def model_from_dict(doc, *, source="model") -> object:
             setattr(model, attr + "_", fitted[attr])
     if "tau" in fitted:
         model.tau_ = _decode_tau(fitted["tau"], f"{source}: fitted.tau")
+    if cls is ClickRankSVM:
+        model.eta_ = None if fitted.get("eta") is None else float(fitted["eta"])
+        model.propensities_ = None if props is None else np.array([np.nan if v is None else v for v in props],
+                                                                  dtype=np.float64)
+        model.n_pairs_ = fitted.get("n_pairs")
+        model.propensity_estimate_ = None  # the estimate's standard errors and counts are not stored
     model.solve_summary_ = dict(doc["solve"])
     model.result_ = None  # the full SolveResult (dual point, history) is not stored
     return model
