@@ -3,7 +3,7 @@
 from pathlib import Path
 
 ORDER = ["quick_example", "pairwise_transform", "theorem1_by_hand", "cost_sensitive_simulation",
-         "choosing_tau_and_mu", "explore_a_formulation", "listwise", "letor_cross_validation"]
+         "choosing_tau_and_mu", "learning_from_clicks", "explore_a_formulation", "listwise", "letor_cross_validation"]
 
 
 class TeachingOrder:
