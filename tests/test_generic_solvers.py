@@ -14,9 +14,20 @@ import pytest
 import cvxrank as cr
 from cvxrank.cli import main
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
-from cvxrank.solvers import SOLVERS, available_solvers, get_spec, solve, solver_options
-from cvxrank.solvers import cvxpy_backend
-from cvxrank.solvers.registry import NOT_FOR_RANKING, cvxpy_capabilities, generic_spec, max_iter_options
+from cvxrank.solvers import (
+    SOLVERS,
+    available_solvers,
+    cvxpy_backend,
+    get_spec,
+    solve,
+    solver_options,
+)
+from cvxrank.solvers.registry import (
+    NOT_FOR_RANKING,
+    cvxpy_capabilities,
+    generic_spec,
+    max_iter_options,
+)
 
 needs_highs = pytest.mark.skipif("HIGHS" not in cp.installed_solvers(), reason="CVXPY has no HiGHS here")
 

@@ -221,7 +221,7 @@ def _highs_options() -> frozenset | None:
         import highspy
 
         names = [a for a in dir(highspy.HighsOptions()) if not a.startswith("_")]
-    except Exception:  # not installed, or a release without HighsOptions: pass options untouched
+    except (ImportError, AttributeError):  # not installed, or a release without HighsOptions: untouched
         return None
     return frozenset(names + ["highs_options", "write_model_file"] + list(_CVXPY_SOLVE))
 
