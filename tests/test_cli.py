@@ -20,12 +20,16 @@ def test_demo_prints_the_theorem_table_and_writes_the_report(tmp_path, capsys):
     modes = {p.relative_to(tmp_path).as_posix(): p.stat().st_mode & 0o777 for p in [out_dir, *out_dir.rglob("*")]}
     assert modes == {name: 0o755 if (tmp_path / name).is_dir() else 0o644 for name in modes}, modes
     files = sorted(p.name for p in out_dir.iterdir() if p.name != ".cvxrank-owner.json")  # the owner marker aside
-    assert files == ["cv", "cv_metrics.png", "fig2_simulation.png", "fig3_ndcg_at_n.png", "report.md", "results.json",
-                     "sigir_fig2_hinge.png"]
+    stems = ["cv_metrics", "fig2_simulation", "fig3_ndcg_at_n", "sigir_fig2_hinge"]
+    assert files == sorted(["cv", "report.md", "results.json", *(f"{s}.{ext}" for s in stems for ext in ("png", "pdf"))])
     report = (out_dir / "report.md").read_text()
-    for figure in files:
-        if figure.endswith(".png"):
-            assert f"]({figure})" in report and (out_dir / figure).stat().st_size > 1000
+    for stem in stems:  # every figure as PNG (shown) and PDF (linked), each a real image file
+        assert f"]({stem}.png)" in report and f"]({stem}.pdf)" in report
+        assert (out_dir / f"{stem}.png").read_bytes().startswith(b"\x89PNG") and (out_dir / f"{stem}.png").stat().st_size > 1000
+        assert (out_dir / f"{stem}.pdf").read_bytes().startswith(b"%PDF")
+    out = capsys.readouterr().out
+    printed = out.splitlines()[-1]
+    assert "each as PNG and PDF: " in printed and all(f"{s}.png" in printed and f"{s}.pdf" in printed for s in stems)
     results = json.loads((out_dir / "results.json").read_text())
     sim = results["simulation"]
     # The paper's claim, measured: the cost-sensitive direction is nearer the first axis ...
@@ -47,7 +51,6 @@ def test_demo_prints_the_theorem_table_and_writes_the_report(tmp_path, capsys):
         assert f"- {r['solver']} on the {r['formulation']} form is not certified: " in report
     assert report.count("is not certified: ") == len(failed)
     assert (not failed) == ("Every row certified its tolerance and passed." in report)
-    out = capsys.readouterr().out
     assert "Theorem 1 verified numerically" in out
     rows = _table(out)
     for form in ("primal", "lifted", "dual", "hinge"):

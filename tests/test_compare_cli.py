@@ -24,8 +24,11 @@ def test_compare_runs_a_study_writes_the_report_and_resumes(tmp_path, capsys):
     assert sorted(df["pairs"].unique()) == [32 * 4, 32 * 16]  # ECML sizes s = 2, 4: 32 s^2 pairs
     report = (out / "report.md").read_text()
     assert "cvxrank compare --instances ecml --sizes 2,4" in report and "## Success rate" in report
-    assert (out / "figures" / "performance-profile-low.png").is_file()
-    assert (out / "figures" / "scaling-ecml-mid.png").is_file()
+    printed = text
+    for stem in ("performance-profile-low", "scaling-ecml-mid"):  # each figure as PNG and PDF, listed as written
+        for ext in ("png", "pdf"):
+            assert (out / "figures" / f"{stem}.{ext}").is_file() and f"wrote {out / 'figures' / stem}.{ext}" in printed
+    assert f"wrote {out / 'report.md'}" in printed
     # the same command again: nothing to run
     assert main(BASE + ["--out", str(out), "--no-report"]) == 0
     assert "0 runs ran now; 12 were already in" in capsys.readouterr().out

@@ -23,12 +23,13 @@ def test_simulate_writes_json_and_three_figures(tmp_path, capsys):
     assert doc["settings"]["random_state"] == 2 and doc["settings"]["sizes"] == [60, 12, 6]
     assert doc["status"]["ranksvm"]["status"] == doc["status"]["cost_sensitive"]["status"] == "optimal"
     assert sorted(p.name for p in plots.iterdir()) == sorted(FIGURES)
+    assert len(FIGURES) == 6 and {n.rsplit(".", 1)[1] for n in FIGURES} == {"png", "pdf"}  # 3 figures, PNG and PDF
     for name in FIGURES:
-        assert (plots / name).read_bytes().startswith(PNG_MAGIC)
+        assert (plots / name).read_bytes().startswith(PNG_MAGIC if name.endswith(".png") else b"%PDF")
     out = capsys.readouterr().out
     assert "Ranking SVM (ours)" in out and "cost-sensitive (paper)" in out
     assert f"{doc['angles']['ranksvm']:.4f}" in out
-    assert out.count("wrote ") == 4
+    assert out.count("wrote ") == 1 + len(FIGURES) and all(f"wrote {plots / n}" in out for n in FIGURES)
 
 
 def test_simulate_json_may_go_into_the_new_plots_folder(tmp_path):

@@ -332,6 +332,7 @@ def test_report_has_tables_versions_cpu_and_figures(small_study, tmp_path):
         assert part in text
     figures = sorted(p.name for p in (tmp_path / "r" / "figures").iterdir())
     assert "performance-profile-mid.png" in figures and "scaling-tiny-mid.png" not in figures  # one size only
+    assert sorted(figures) == sorted(f"{n[:-4]}.{ext}" for n in figures if n.endswith(".png") for ext in ("png", "pdf"))
     for name in figures:
         assert f"figures/{name}" in text
 

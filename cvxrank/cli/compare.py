@@ -348,7 +348,10 @@ def _run(args, study) -> int:
         sections.append(("Same table on another run", text))
     if not args.no_report:
         path = args.report or os.path.join(args.out, "report.md")
+        written = []
         write_report(df, path, time_limit=study.timeout, title=args.title, figures_dir=args.figures, study=study,
-                     command=command_line(args), sections=sections)
-        print(f"\nwrote {path}")
+                     command=command_line(args), sections=sections, written=written)
+        print()
+        for each in written:  # the figures (PNG and PDF), then the report
+            print(f"wrote {each}")
     return 0

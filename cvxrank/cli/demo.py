@@ -7,7 +7,7 @@
 3. a small cross-validation of every method (Ranking SVM, RSVM-IR-Rank/-Query/-QP/-GD, ListMLE,
    cs-RgList) with folds by query and sign tests on NDCG@1.
 
-Everything goes into one folder: report.md with the tables and the figures (PNG), results.json,
+Everything goes into one folder: report.md with the tables and the figures (PNG and PDF), results.json,
 and the cross-validation's CSV files. The folder is assembled aside and moved into place at the
 end, so an interrupted demo leaves no half-written report. The demo writes a new or empty folder,
 or replaces one it made itself (keeping there any file it did not write); it never replaces a
@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import time
 
+from cvxrank._figures import figure_files
 from cvxrank.cli._common import frame_to_json, write_json
 from cvxrank.cli.verify import report as theorem_report
 from cvxrank.exceptions import CvxrankError
@@ -110,9 +111,11 @@ def differences(sim) -> str:
             f"ranking of seed 0 at the paper's sizes. Details and measurements: [{REPRODUCTION_DOC}]({REPRODUCTION_DOC}).")
 
 
+#: The demo's figures (file stems): each is written as PNG and PDF (:func:`cvxrank.plots.save_figures`).
+DEMO_FIGURES = ("fig2_simulation", "fig3_ndcg_at_n", "sigir_fig2_hinge", "cv_metrics")
+
 #: What the demo writes at the top of its folder (the cross-validation's files go into ``cv/``).
-DEMO_FILES = frozenset({".cvxrank-owner.json", "report.md", "results.json", "fig2_simulation.png", "fig3_ndcg_at_n.png",
-                        "sigir_fig2_hinge.png", "cv_metrics.png", "cv"})
+DEMO_FILES = frozenset({".cvxrank-owner.json", "report.md", "results.json", "cv", *figure_files(DEMO_FIGURES)})
 
 
 def check_out(out: str) -> None:
@@ -196,7 +199,7 @@ def run(args) -> int:
     from cvxrank.experiments.cv import cross_validate, query_folds
     from cvxrank.experiments.simulation import run_ecml_simulation
     from cvxrank.plots.hinge import plot_weighted_hinge
-    from cvxrank.plots.ranking import plot_fold_metrics, save_figure
+    from cvxrank.plots.ranking import plot_fold_metrics, save_figures
     from cvxrank.plots.simulation import plot_ndcg_at_n, plot_simulation_data
     from cvxrank.reporting import markdown_table
     from cvxrank._io import OWNER_FILE, _umask, check_outputs, write_atomic
@@ -228,9 +231,9 @@ def run(args) -> int:
         sim = run_ecml_simulation(random_state=args.seed, **({"sizes": (250, 50, 25)} if args.quick else {}))
         print(sim.report())
         figures = {
-            "fig2_simulation.png": plot_simulation_data(sim),
-            "fig3_ndcg_at_n.png": plot_ndcg_at_n(sim),
-            "sigir_fig2_hinge.png": plot_weighted_hinge(),
+            "fig2_simulation": plot_simulation_data(sim),
+            "fig3_ndcg_at_n": plot_ndcg_at_n(sim),
+            "sigir_fig2_hinge": plot_weighted_hinge(),
         }
 
         # 3. A small cross-validation of every method
@@ -246,12 +249,11 @@ def run(args) -> int:
         print(markdown_table(summary.assign(chosen=cv.chosen)))
         for line in cv.edge_warnings():
             print(f"warning: {line}")
-        figures["cv_metrics.png"] = plot_fold_metrics(cv.per_fold, list(summary.columns),
+        figures["cv_metrics"] = plot_fold_metrics(cv.per_fold, list(summary.columns),
                                                       title=f"Cross-validation in {n_folds} query folds")
         cv.save(os.path.join(tmp, "cv"))
 
-        for name, fig in figures.items():
-            save_figure(fig, os.path.join(tmp, name))
+        written = [os.path.basename(p) for p in save_figures(figures, tmp)]  # each as PNG and PDF
         tests = cv.sign_tests("ndcg@1", baseline="RankSVM")
         seconds = time.perf_counter() - start
         report = "\n".join([
@@ -267,17 +269,17 @@ def run(args) -> int:
             "## 2. The simulation of Xu et al. (ECML 2006), section 4.1", "",
             "```text", sim.report(), "```", "",
             differences(sim), "",
-            "![Fig. 2: data and ranking directions](fig2_simulation.png)", "",
-            "![Fig. 3: NDCG@N](fig3_ndcg_at_n.png)", "",
+            "![Fig. 2: data and ranking directions](fig2_simulation.png) ([PDF](fig2_simulation.pdf))", "",
+            "![Fig. 3: NDCG@N](fig3_ndcg_at_n.png) ([PDF](fig3_ndcg_at_n.pdf))", "",
             "Weighted hinge losses of Fig. 2 of the SIGIR paper (slopes tau*mu):", "",
-            "![SIGIR Fig. 2](sigir_fig2_hinge.png)", "",
+            "![SIGIR Fig. 2](sigir_fig2_hinge.png) ([PDF](sigir_fig2_hinge.pdf))", "",
             "## 3. Cross-validation of every method", "",
             f"`make_ranking({', '.join(f'{k}={v}' for k, v in CV_DATA.items())}, random_state={args.seed})` "
             f"in {n_folds} query folds; parameters chosen on the validation fold by NDCG@10 "
             f"(grids: {json.dumps(CV_GRIDS)}); RSVM-IR-GD runs 500 fixed steps of Fig. 3.", "",
             markdown_table(summary.assign(chosen=cv.chosen)), "",
             *[f"- Warning: {line}" for line in cv.edge_warnings()], "",
-            "![cross-validation](cv_metrics.png)", "",
+            "![cross-validation](cv_metrics.png) ([PDF](cv_metrics.pdf))", "",
             "Sign tests on per-query NDCG@1 against Ranking SVM (ties dropped, two-sided exact binomial):", "",
             markdown_table(tests.set_index("method"), floatfmt=".3g"), "",
             "Chosen parameters, solver status and certified gaps: `cv/selection.csv`; per-query values: "
@@ -296,5 +298,6 @@ def run(args) -> int:
     if args.json:
         write_json(args.json, frame_to_json(theorem))
         print(f"wrote {args.json}")
-    print(f"\nwrote {os.path.join(args.out, 'report.md')} with {len(figures)} figures ({seconds:.0f} s)")
+    print(f"\nwrote {os.path.join(args.out, 'report.md')} with {len(figures)} figures ({seconds:.0f} s), "
+          f"each as PNG and PDF: {', '.join(written)}")
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from cvxrank._figures import figure_files
 from cvxrank.cli._common import parse_tau, write_json
 from cvxrank.exceptions import CvxrankError
 
@@ -20,11 +21,15 @@ EPILOG = """examples:
   cvxrank simulate --sizes 250,50,25                 # a 16x smaller problem (20,000 pairs)
 
 Grades are 0, 1, 2 (= r1, r2, r3); --tau 2-1=... is the r3-r2 penalty. --plots DIR writes
-fig2_simulation.png, fig3_ndcg_at_n.png and sigir_fig2_hinge.png (DIR is created if its parent exists).
+fig2_simulation, fig3_ndcg_at_n and sigir_fig2_hinge, each as .png and .pdf (DIR is created if its
+parent exists).
 """
 
-#: File names written by ``--plots``.
-FIGURES = ("fig2_simulation.png", "fig3_ndcg_at_n.png", "sigir_fig2_hinge.png")
+#: The figures ``--plots`` draws (file stems).
+FIGURE_STEMS = ("fig2_simulation", "fig3_ndcg_at_n", "sigir_fig2_hinge")
+
+#: File names written by ``--plots``: each figure as PNG and PDF.
+FIGURES = tuple(figure_files(FIGURE_STEMS))
 
 
 def add_arguments(parser) -> None:
@@ -41,7 +46,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sizes", metavar="N1,N2,N3", default="1000,200,100",
                         help="documents of grades r1,r2,r3 (default the paper's 1000,200,100)")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
-    parser.add_argument("--plots", metavar="DIR", help="write the three figures (PNG) into DIR")
+    parser.add_argument("--plots", metavar="DIR", help="write the three figures (PNG and PDF) into DIR")
 
 
 def _sizes(text: str) -> tuple:
@@ -67,17 +72,17 @@ def _check_plot_dir(path: str) -> str:
 
 
 def write_figures(result, folder: str) -> list[str]:
-    """Draw Figs. 2 and 3 (ECML) and Fig. 2 (SIGIR) of ``result`` into ``folder``; return the paths."""
+    """Draw Figs. 2 and 3 (ECML) and Fig. 2 (SIGIR) of ``result`` into ``folder``, each as PNG and PDF
+    (:func:`cvxrank.plots.save_figures`); return the paths."""
     from cvxrank.plots import (
         plot_ndcg_at_n,
         plot_simulation_data,
         plot_weighted_hinge,
-        save_figure,
+        save_figures,
     )
 
-    os.makedirs(folder, exist_ok=True)
     axes = (plot_simulation_data(result, show_paper=True), plot_ndcg_at_n(result), plot_weighted_hinge())
-    return [save_figure(ax, os.path.join(folder, name)) for ax, name in zip(axes, FIGURES)]
+    return save_figures(dict(zip(FIGURE_STEMS, axes)), folder)
 
 
 def run(args) -> int:

@@ -16,7 +16,7 @@ __all__ = ["method_label", "method_style", "plot_performance_profile", "plot_sca
 #: Solvers in colour order: the first ten get matplotlib's ten colours, the next ten tab20's light shades,
 #: so no two solvers of the registry share a colour.
 _SOLVER_ORDER = ("clarabel", "ecos", "osqp", "scs", "subgradient", "gd", "cutting_plane", "truncated_newton",
-                 "piqp", "proxqp", "qoco", "daqp", "cvxopt", "gurobi", "mosek", "newton")
+                 "piqp", "proxqp", "qoco", "daqp", "cvxopt", "gurobi", "mosek", "newton", "highs", "prox_newton")
 _FORM_STYLE = {"primal": ("-", "o"), "lifted": ("--", "s"), "dual": (":", "^"), "hinge": ("-.", "D"),
                "auto": ((0, (5, 1, 1, 1)), "v"), "native": ((0, (1, 1)), "P")}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cvxrank._io import atomic_output, write_atomic
+from cvxrank._io import write_atomic
 from cvxrank.reporting import markdown_table
 from cvxrank.study.profiles import options_table
 from cvxrank.study.summary import (
@@ -121,6 +121,8 @@ def _table(df: pd.DataFrame, fmt: str = ".3g", index: bool = True) -> str:
 
 
 def _figures(df, growth, prof, fig_dir: Path) -> dict:
+    """Draw the study's figures into ``fig_dir``, each as PNG and PDF (:func:`cvxrank.plots.save_figures`);
+    ``{key: [png path, pdf path]}``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -135,16 +137,15 @@ def _figures(df, growth, prof, fig_dir: Path) -> dict:
 
 
 def _draw_figures(plt, df, growth, prof, fig_dir, plot_performance_profile, plot_scaling) -> dict:
+    from cvxrank._figures import save_figures
+
     made = {}
     for profile in pd.unique(df["profile"]):
         if (prof["profile"] == profile).any():
             fig, ax = plt.subplots(figsize=(7.5, 4.0))
             plot_performance_profile(prof, ax, profile=profile)
-            name = f"performance-profile-{profile}.png"
-            with atomic_output(fig_dir / name, suffix=".png", want_path=True) as target:
-                fig.savefig(target, bbox_inches="tight", format="png")
+            made[("profile", profile)] = save_figures({f"performance-profile-{profile}": fig}, fig_dir)
             plt.close(fig)
-            made[("profile", profile)] = name
         for instance in pd.unique(df["instance"]):
             sub = df[(df["instance"] == instance) & (df["profile"] == profile)]
             if sub["pairs"].nunique() < 2 or not sub["found"].any():
@@ -152,12 +153,16 @@ def _draw_figures(plt, df, growth, prof, fig_dir, plot_performance_profile, plot
             fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
             plot_scaling(df, growth, axes[0], profile=profile, instance=instance, y="wall_time")
             plot_scaling(df, growth, axes[1], profile=profile, instance=instance, y="peak_memory")
-            name = f"scaling-{instance}-{profile}.png"
-            with atomic_output(fig_dir / name, suffix=".png", want_path=True) as target:
-                fig.savefig(target, format="png")
+            made[("scaling", instance, profile)] = save_figures({f"scaling-{instance}-{profile}": fig}, fig_dir)
             plt.close(fig)
-            made[("scaling", instance, profile)] = name
     return made
+
+
+def _image(alt: str, rel: str, paths) -> str:
+    """A Markdown image of the figure's PNG, with a link to its vector file."""
+    png, *vector = [os.path.basename(p) for p in paths]
+    return f"![{alt}]({rel}/{png})" + "".join(f" ([{os.path.splitext(v)[1][1:].upper()}]({rel}/{v}))"
+                                              for v in vector)
 
 
 def findings(df: pd.DataFrame, rates: pd.DataFrame, sgm: pd.DataFrame, growth: pd.DataFrame) -> list[str]:
@@ -324,7 +329,7 @@ def _results(df, rates, sgm, growth, figs, rel) -> list[str]:
            "", _table(sgm, ".2f"), ""]
     for profile in pd.unique(df["profile"]):
         if ("profile", profile) in figs:
-            out += [f"![performance profile {profile}]({rel}/{figs[('profile', profile)]})", ""]
+            out += [_image(f"performance profile {profile}", rel, figs[("profile", profile)]), ""]
     out += ["## Statuses", "", _table(status_counts(df)), "", "## Accuracy", "",
             ("Median over problems of the certified relative gap, the objective error and the distance to the "
              "reference `w`, for the runs found, next to the reference's own certified gap:"), ""]
@@ -353,9 +358,9 @@ def _results(df, rates, sgm, growth, figs, rel) -> list[str]:
     shown = shown.drop(columns=["time_intercept", "memory_intercept"])
     out += [_table(shown.set_index(["instance", "profile", "formulation", "solver"]), ".2f")
             if len(shown) else f"({NOT_ENOUGH} for any method)", ""]
-    for key, name in figs.items():
+    for key, paths in figs.items():
         if key[0] == "scaling":
-            out += [f"![scaling {key[1]} {key[2]}]({rel}/{name})", ""]
+            out += [_image(f"scaling {key[1]} {key[2]}", rel, paths), ""]
     return out
 
 
@@ -386,7 +391,8 @@ def _appendix(df) -> list[str]:
 
 
 def write_report(df: pd.DataFrame, path, *, time_limit: float, title: str = "Solver comparison study",
-                 figures_dir=None, study=None, command: str | None = None, sections=()) -> Path:
+                 figures_dir=None, study=None, command: str | None = None, sections=(),
+                 written: list | None = None) -> Path:
     """Write the Markdown report of a study table.
 
     Parameters
@@ -399,13 +405,16 @@ def write_report(df: pd.DataFrame, path, *, time_limit: float, title: str = "Sol
         The per-run limit (failures count as this in the shifted geometric mean).
     title : str
     figures_dir : path, optional
-        Where figures go (default ``<report folder>/figures``); linked relatively.
+        Where figures go (default ``<report folder>/figures``), each as PNG and PDF
+        (:func:`cvxrank.plots.save_figures`); the PNG is shown, the PDF linked, relatively.
     study : Study, optional
         Adds the definition (cost settings, reference, hash) and the options table.
     command : str, optional
         The command that produced the study, quoted in the report.
     sections : sequence of (str, str)
         Extra ``(title, Markdown)`` sections, placed after the findings.
+    written : list, optional
+        Receives the paths of the files written: the figures (PNG, PDF), then the report.
 
     Returns
     -------
@@ -426,4 +435,6 @@ def write_report(df: pd.DataFrame, path, *, time_limit: float, title: str = "Sol
         out += [f"## {heading}", "", text.strip(), ""]
     out += _results(df, rates, sgm, growth, figs, os.path.relpath(fig_dir, path.parent)) + _appendix(df)
     write_atomic(path, "\n".join(out))
+    if written is not None:
+        written.extend([*(p for paths in figs.values() for p in paths), str(path)])
     return path
