@@ -17,6 +17,7 @@ LAYERS = [
     {"exceptions"},
     {"_text"},
     {"_memory", "_groups", "_io", "_args", "_optim", "_style", "_svmlight", "_float64", "_validation", "reporting"},
+    {"_figures"},
     {"data", "metrics"},
     {"datasets", "pairs", "evaluation"},
     {"costs", "objectives"},
