@@ -100,6 +100,13 @@ def test_an_unlisted_installed_solver_gets_a_generic_spec_and_a_certified_solve(
 
 
 @needs_highs
+def test_a_chain_takes_an_unlisted_solver_and_its_options(unlisted_highs):
+    res = solve(_problem(), ["highs", "clarabel"], highs={"time_limit": 60.0})
+    assert res.solver == "highs" and res.status == "optimal"
+    assert [a["solver"] for a in res.extras["attempts"]] == ["highs"]
+
+
+@needs_highs
 def test_the_cli_runs_an_unlisted_solver(unlisted_highs, tmp_path, capsys):
     data, model = tmp_path / "train.txt", tmp_path / "model.json"
     cr.data.save_letor(cr.make_ranking(n_queries=4, random_state=0), data)

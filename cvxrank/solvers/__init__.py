@@ -310,7 +310,8 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
         check_feature_scale(ranking.data.X)  # once, not once per solver of the chain
         if warm_start not in (None, False, True):
             raise ValidationError("warm_start with a chain of solvers is True or False")
-        check_names(options, SOLVERS, "a chain of solvers (its options are one dict per solver name)")
+        check_names(options, [*SOLVERS, *installed_cvxpy_solvers()],
+                    "a chain of solvers (its options are one dict per solver name)")
         check_names(options, [str(s).lower() for s in chain], "this chain of solvers (options for a solver not in it)")
         for each, given in options.items():
             valid = solver_options(each)

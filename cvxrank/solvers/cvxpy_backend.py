@@ -16,7 +16,7 @@ from cvxrank.formulations import Formulation
 from cvxrank.native.scale import check_scale, largest_abs
 from cvxrank.rounding import TINY, gamma
 from cvxrank.solution import BackendReport, finish, infeasible
-from cvxrank.solvers.registry import SOLVERS
+from cvxrank.solvers.registry import SOLVERS, get_spec
 
 __all__ = ["installed_cvxpy_names", "installed_cvxpy_solvers", "l1_zero_threshold", "solve_cvxpy"]
 
@@ -308,7 +308,7 @@ def solve_cvxpy(formulation: Formulation, solver: str, *, tol: float, warm_start
     handed to the solver (whose interior point or splitting fails on the huge weight): ``w = 0`` is
     certified instead, ``iterations`` 0 and ``extras["solver_skipped"]`` saying why.
     """
-    spec = SOLVERS[solver]
+    spec = get_spec(solver)
     const, package = spec.cvxpy_name, spec.package
     merged = {**spec.defaults, **options}
     ranking = formulation.ranking

@@ -130,9 +130,11 @@ def run_chain(problem, solvers=FALLBACK_CHAIN, *, tol: float | None = None, opti
     ('optimal', 'osqp')
     """
     from cvxrank.solvers import available_solvers, solve
+    from cvxrank.solvers.cvxpy_backend import installed_cvxpy_solvers
 
     names = _chain(solvers)
-    unknown = [s for s in names if s not in SOLVERS]
+    known = {*SOLVERS, *installed_cvxpy_solvers()}  # the registry's and any other CVXPY solver installed
+    unknown = [s for s in names if s not in known]
     if unknown:
         raise SolverNotAvailableError(f"unknown solver(s) {unknown} in the fallback chain; installed: "
                                       f"{', '.join(available_solvers())}")
