@@ -166,3 +166,21 @@ def test_repeats_must_be_a_positive_integer(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--repeats must be a positive integer" in err[0]
     assert not (tmp_path / "never").exists()
+
+
+def test_the_command_line_and_the_api_give_the_same_table(tmp_path, capsys):
+    """One small study through ``cvxrank compare`` and through ``run_study(Study(...))``: the same rows,
+    times and memory aside (status, found flag, objectives, gaps, iterations)."""
+    from cvxrank.study import Study, compare_tables, load_results, make_instances, run_study
+
+    cli = tmp_path / "cli"
+    assert main(["compare", "--instances", "ecml", "--sizes", "2", "--formulations", "lifted", "--solvers",
+                 "clarabel,osqp", "--profiles", "mid", "--no-progress", "--no-report", "--out", str(cli)]) == 0
+    capsys.readouterr()
+    api = tmp_path / "api"
+    study = Study(make_instances(["ecml"], [2]), formulations=("lifted",), solvers=("clarabel", "osqp"),
+                  profiles=("mid",))
+    run_study(study, api, progress=False)
+    a, b = load_results(cli), load_results(api)
+    assert len(a) == len(b) > 0
+    assert compare_tables(a, b).empty
