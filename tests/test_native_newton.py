@@ -66,7 +66,8 @@ def test_newton_phase_matches_clarabel(seed, lam, ties, density):
     assert res.objective == pytest.approx(hinge_objective(inst.pairs, res.w, inst.weights, inst.lam), rel=1e-12)
     # the certified lower bound never exceeds the optimum; every recorded bound is one
     assert np.all(h["dual_objective"] <= F_ref * (1 + 1e-10))
-    assert res.objective >= F_ref * (1 - 1e-10)
+    # the optimum lies above Clarabel's certified lower bound (the exact finish may land below Clarabel's point)
+    assert res.objective >= (F_ref - ref.gap_L) * (1 - 1e-10)
     assert np.all(np.diff(h["objective"]) <= 0) and np.all(np.diff(h["dual_objective"]) >= 0)
 
 

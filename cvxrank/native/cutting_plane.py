@@ -300,7 +300,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                 history.append({"iteration": it, "objective": row["objective"], "dual_objective": row["dual_objective"],
                                 "relative_gap": row["relative_gap"], "planes": bundle.size - 1, "rho": rho,
                                 "oracle_calls": calls_row, "time": row["time"], "delta": row["delta"],
-                                "band": row["band"]})
+                                "band": row["band"], "jump": row.get("jump", False)})
             calls += evals
             if F_n < best_F:
                 best_F, best_w = F_n, w_n

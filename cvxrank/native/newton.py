@@ -52,6 +52,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.band import band_pairs
@@ -100,16 +101,112 @@ def _fit_band(oracle, s_o, delta, budget):
     return delta
 
 
+class _Band:
+    """The band's rows ``D_s`` (``sqrt(c_i/δ) d_i``: dense, or CSR for a sparse ``X``) and what solves with
+    ``H = 2λI + D_sᵀ D_s`` need, formed only when a solve asks (a trial point of the line search never does).
+
+    A solve picks the cheapest exact route for the sizes: the dense ``n x n`` Hessian (``k n²`` to form), the
+    ``k x k`` system of Woodbury's identity ``H⁻¹ = (I - D_sᵀ (2λI + D_s D_sᵀ)⁻¹ D_s) / (2λ)`` (``k² n``) when
+    the band holds fewer pairs than there are features, or, when neither fits :data:`DENSE_ENTRIES`,
+    conjugate gradients on ``H`` with products ``2λu + D_sᵀ(D_s u)`` (``O(nnz(D_s))`` each, no ``n x n`` matrix:
+    sparse high-dimensional data)."""
+
+    def __init__(self, lam, n, Ds):
+        self.lam, self.n, self.Ds, self.k = lam, n, Ds, Ds.shape[0]
+        self._H = self._small = None
+
+    @property
+    def route(self) -> str:
+        k, n = self.k, self.n
+        if k < n and k * k <= DENSE_ENTRIES:
+            return "woodbury"
+        return "dense" if n * n <= DENSE_ENTRIES else "cg"
+
+    @property
+    def H(self) -> np.ndarray:
+        """The dense Hessian (built once)."""
+        if self._H is None:
+            G = self.Ds.T @ self.Ds  # numpy's symmetric rank-k product (or a sparse product)
+            H = G.toarray() if sp.issparse(G) else np.array(G)
+            H[np.diag_indices_from(H)] += 2.0 * self.lam
+            self._H = H
+        return self._H
+
+    def solve(self, rhs: np.ndarray, *, tol: float = 1e-10) -> np.ndarray:
+        """``H⁻¹ rhs``."""
+        route, lam2 = self.route, 2.0 * self.lam
+        if route == "dense":
+            return np.linalg.solve(self.H, rhs)
+        Ds = self.Ds
+        if route == "woodbury":
+            if self._small is None:
+                S = Ds @ Ds.T
+                S = S.toarray() if sp.issparse(S) else np.array(S)
+                S[np.diag_indices_from(S)] += lam2
+                self._small = S
+            y = np.linalg.solve(self._small, Ds @ rhs)
+            return (rhs - Ds.T @ y) / lam2
+        return _cg(lambda u: lam2 * u + Ds.T @ (Ds @ u), rhs, tol)
+
+
+#: Most entries of a dense matrix the Newton phase forms (``n x n`` Hessian or ``k x k`` Woodbury system); beyond
+#: it, conjugate gradients (:class:`_Band`). 4 million entries: 32 MB.
+DENSE_ENTRIES = 4_000_000
+
+
+def _cg(matvec, b, tol, max_iter=500):
+    """Conjugate gradients for ``A x = b`` (``A`` symmetric positive definite), from 0, to ``‖r‖ ≤ tol ‖b‖``."""
+    x = np.zeros_like(b)
+    r = b.copy()
+    p = r.copy()
+    rr = float(r @ r)
+    stop = tol * tol * rr
+    for _ in range(max_iter):
+        if rr <= stop:
+            break
+        Ap = matvec(p)
+        a = rr / float(p @ Ap)
+        x += a * p
+        r -= a * Ap
+        rr_new = float(r @ r)
+        p *= rr_new / rr
+        p += r
+        rr = rr_new
+    return x
+
+
 def _evaluate(oracle, lam, w, delta, budget=None, fit=True):
     """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient and Hessian, and the dual bound ``L(α)``.
+
+    :func:`_point` with the dense Hessian formed (``H`` in the 4th place); see there.
+    """
+    ev = _point(oracle, lam, w, delta, budget, fit)
+    return ev["F"], ev["Fd"], ev["grad"], ev["band"].H, ev["L"], ev["k"], ev["sg"], ev["delta"]
+
+
+def _rows(oracle, ib, iw, root):
+    """The band's rows ``root_i (x_better - x_worse)``: the oracle's dense rows, or CSR for a sparse ``X`` whose dense
+    rows would exceed :data:`DENSE_ENTRIES` (high-dimensional data: no dense copy of a row)."""
+    X = oracle.X
+    if sp.issparse(X) and ib.shape[0] * X.shape[1] > DENSE_ENTRIES:
+        D = (X[ib] - X[iw]).tocsr()
+        if D.dtype != np.float64:
+            D = D.astype(np.float64)
+        D = sp.csr_matrix(sp.diags(root) @ D) if D.shape[0] else D
+        return D
+    return oracle._pair_rows(ib, iw, root)
+
+
+def _point(oracle, lam, w, delta, budget=None, fit=True):
+    """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient, the band (a :class:`_Band`) and the dual bound ``L(α)``.
 
     One sort and two boundary searches: at ``s`` (``m_i < 1``) and at ``s / (1 - δ)`` (``m_i < 1 - δ``,
     the set ``V``). The pairs between them are the band ``B``, and ``F(w) = λ‖w‖² + Σ_V c_i (1 - m_i)
     + Σ_B c_i (1 - m_i)`` needs no third search. With ``budget``, ``δ`` is halved until the band holds
     at most that many pairs (grades not checked), sized first by boundary searches alone (:func:`_fit_band`;
-    ``fit=False`` skips them where the band is expected to fit, as after a shrink); the ``δ`` used is
-    returned last. The bound comes as
-    ``(L(α), Σ_i α_i d_i, Σ_{i∈B} α_i d_i)``: the last, the band's part, gives the path's tangent.
+    ``fit=False`` skips them where the band is expected to fit, as after a shrink). The bound comes as
+    ``L = (L(α), Σ_i α_i d_i, Σ_{i∈B} α_i d_i)``: the last, the band's part, gives the path's tangent.
+    Also returned: ``W_V``, ``g_V = Σ_V c_i d_i`` and the band's weights ``c`` (the jump of :func:`_jump`).
     """
     s = oracle.scores(w)
     order = oracle._order(s)  # also sorts s / (1 - δ)
@@ -129,28 +226,96 @@ def _evaluate(oracle, lam, w, delta, budget=None, fit=True):
     del v_o, s_o
     ib, iw, c = band_pairs(oracle, order, p_out, p_in)
     root = np.sqrt(c / delta)
-    Ds = oracle._pair_rows(ib, iw, root)  # rows sqrt(c_i / δ) d_i, float64: H = 2λI + Dsᵀ Ds
+    Ds = _rows(oracle, ib, iw, root)  # rows sqrt(c_i / δ) d_i, float64: H = 2λI + Dsᵀ Ds
     m = s[ib] - s[iw]
     one_minus = 1.0 - m  # > 0: every band pair has m < 1
     ww = lam * float(w @ w)
     F = ww + max(W_V + vs + float(c @ one_minus), 0.0)
     alpha = np.clip(c * one_minus / delta, 0.0, c)
     u_B = Ds.T @ (alpha / root)  # Σ_B α_i d_i
-    u = -oracle.gradient(v) + u_B  # Σ α_i d_i
+    g_V = -oracle.gradient(v)  # Σ_V c_i d_i
+    u = g_V + u_B  # Σ α_i d_i
     lower = W_V + float(alpha.sum()) - float(u @ u) / (4.0 * lam)
     F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + float(c @ one_minus ** 2) / (2.0 * delta)
     grad = 2.0 * lam * w - u
-    H = Ds.T @ Ds  # numpy's symmetric rank-k product for a matrix times its own transpose
-    H[np.diag_indices_from(H)] += 2.0 * lam
     # duality gap of the smoothed problem: its dual is L(α) - (δ/2) Σ α_i² / c_i
     smooth_gap = F_delta - lower + 0.5 * delta * (W_V + float(alpha @ (alpha / c)) if c.size else W_V)
-    return F, F_delta, grad, H, (lower, u, u_B), c.shape[0], smooth_gap, delta
+    return {"F": F, "Fd": F_delta, "grad": grad, "band": _Band(lam, w.shape[0], Ds), "L": (lower, u, u_B),
+            "k": c.shape[0], "sg": smooth_gap, "delta": delta, "W_V": W_V, "g_V": g_V, "c": c, "root": root,
+            "alpha": alpha}
+
+
+def _jump(lam, ev):
+    """The hinge problem's minimiser over the band's dual variables, the rest held at the evaluation's values.
+
+    At the optimum of (9) the pairs with ``0 < α_i < c_i`` sit exactly on the margin, and near it they are in the
+    band. With ``α = c`` on ``V`` and 0 above the band, the dual of (9) restricted to the band,
+
+    .. math:: \\max_{0 \\le \\nu \\le c_B}\\; W_V + \\textstyle\\sum \\nu - \\lVert g_V + D_B^\\top \\nu\\rVert^2 / (4\\lambda),
+
+    is a ``k``-variable box QP (its ``k x k`` Gram matrix ``D_B D_Bᵀ``, solved by :func:`_box_qp` from the
+    evaluation's own ``α_B``, so its value is never below that evaluation's bound). Any ``ν`` in the box is a feasible
+    dual point of (9), so its value is a lower bound whatever the sets; when they are those of the optimum,
+    ``w = (g_V + D_Bᵀ ν)/(2λ)`` is the minimiser and the gap closes to rounding. Returns ``(w, L, u)``, or None when
+    the band is empty or its Gram matrix would not fit :data:`DENSE_ENTRIES`.
+    """
+    band, c, root = ev["band"], ev["c"], ev["root"]
+    k = band.k
+    if k == 0 or k > JUMP_FEATURES * band.n or k * k > DENSE_ENTRIES:
+        return None
+    D = band.Ds
+    D = sp.csr_matrix(sp.diags(1.0 / root) @ D) if sp.issparse(D) else D / root[:, None]  # the differences d_i
+    G = D @ D.T
+    Q = (G.toarray() if sp.issparse(G) else np.array(G)) / (2.0 * lam)
+    b = 1.0 - (D @ ev["g_V"]) / (2.0 * lam)
+    nu = _box_qp(Q, b, c, np.clip(ev["alpha"], 0.0, c))
+    u = ev["g_V"] + D.T @ nu
+    return u / (2.0 * lam), ev["W_V"] + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
+
+
+#: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
+#: many as the features, so a wider band is not yet that set (and its box QP costs ``k³``).
+JUMP_FEATURES = 1.5
+
+
+def _box_qp(Q, b, c, x, max_iter=60):
+    """``min ½ xᵀQx - bᵀx`` over ``0 ≤ x ≤ c`` (``Q`` positive semidefinite) by projected Newton (Bertsekas 1982)
+    from ``x`` in the box: Newton steps on the free variables (a tiny ridge where ``Q`` is singular), backtracking
+    along the projected path; the objective never rises above its value at the start."""
+    scale = max(float(np.max(np.diag(Q), initial=0.0)), 1e-300)
+    f = 0.5 * float(x @ (Q @ x)) - float(b @ x)
+    for _ in range(max_iter):
+        r = Q @ x - b
+        free = ~(((x <= 0) & (r > 0)) | ((x >= c) & (r < 0)))
+        if not free.any():
+            break
+        idx = np.flatnonzero(free)
+        Qf = Q[np.ix_(idx, idx)]
+        Qf[np.diag_indices_from(Qf)] += 1e-10 * scale
+        try:
+            d = -np.linalg.solve(Qf, r[idx])
+        except np.linalg.LinAlgError:
+            d = -np.linalg.lstsq(Qf, r[idx], rcond=None)[0]
+        t, done = 1.0, False
+        for _ in range(30):
+            y = x.copy()
+            y[idx] = np.clip(x[idx] + t * d, 0.0, c[idx])
+            fy = 0.5 * float(y @ (Q @ y)) - float(b @ y)
+            if fy <= f + 1e-4 * float(r @ (y - x)):
+                done = fy >= f - 1e-15 * max(abs(f), scale)
+                x, f = y, min(f, fy)
+                break
+            t /= 2.0
+        else:
+            break
+        if done:
+            break
+    return x
 
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
-                    budget: int | None = None, shrink: float = 15.0, stall_after: int = 20, max_backtrack: int = 5,
-                    verbose: bool = False,
-                    start=None):
+                    budget: int | None = None, shrink: float = 15.0, stall_after: int = 20, max_backtrack: int = 12,
+                    verbose: bool = False, start=None, jump: bool = True):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``≤ target``.
 
     Parameters
@@ -179,7 +344,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         than needed empties the band and Newton's model with it. The next
         steps start from the tangent predictor above.
     stall_after : int, default 20
-        Stop when the gap has not shrunk by 0.1 % in this many Newton steps.
+        Stop when neither the gap nor the best ``F`` has shrunk by 0.1 % in this many evaluations.
     max_backtrack : int, default 5
         Halvings of the step before the phase gives up (the Armijo test on
         ``F_δ`` failed: pairs outside the band changed side); the caller's
@@ -194,7 +359,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     """
     start = time.perf_counter() if start is None else start
     w_best, F_best, w_lower = w, upper, None
-    best_rel, since = np.inf, 0
+    best_rel, since, F_seen = np.inf, 0, np.inf
     rel = (F_best - lower) / F_best
     if budget is None:
         budget = band_budget(oracle.n_documents, oracle.n_features)
@@ -203,56 +368,90 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         raise ValidationError(f"delta must be in (0, 1/2], got {delta!r}")
     rows, calls = [], 0
 
-    F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, delta, budget)
+    ev = _point(oracle, lam, w, delta, budget)
+    delta = ev["delta"]
     calls += 1
+    jumped = None  # the band size of the last jump (one per band)
     while True:
+        L = ev["L"]
         if L[0] > lower:
             lower, w_lower = L[0], L[1] / (2.0 * lam)
-        if F < F_best:
-            F_best, w_best = F, w
+        if ev["F"] < F_best:
+            F_best, w_best = ev["F"], w
         rel = (F_best - lower) / F_best if F_best > 0 else 0.0
         elapsed = time.perf_counter() - start
-        rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel, "delta": delta,
-                     "band": k, "smoothed_gap": sg, "time": elapsed})
+        rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel,
+                     "delta": delta, "band": ev["k"], "smoothed_gap": ev["sg"], "time": elapsed})
         if verbose:
             print(f"newton  eval {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap {rel:.2e}  "
-                  f"delta {delta:.1e}  band {k}  smoothed gap {sg:.2e}  {elapsed:.2f}s", flush=True)
-        if rel < best_rel * (1.0 - 1e-3):
-            best_rel, since = rel, 0
+                  f"delta {delta:.1e}  band {ev['k']}  smoothed gap {ev['sg']:.2e}  {elapsed:.2f}s", flush=True)
+        if rel < best_rel * (1.0 - 1e-3) or F_best < F_seen * (1.0 - 1e-3):
+            best_rel, since, F_seen = min(rel, best_rel), 0, F_best
         else:
             since += 1
         if (rel <= target or calls >= max_calls or since >= stall_after
                 or (deadline is not None and elapsed >= deadline)):
             break
-        p = -np.linalg.solve(H, g)
-        decrement = -float(g @ p)
-        if sg <= 0.1 * (F_best - lower) and delta > 1e-12:
+        g, band = ev["grad"], ev["band"]
+        if ev["sg"] <= 0.1 * (F_best - lower) and delta > 1e-12:
+            if jump and jumped != ev["k"]:
+                # the band as the pairs on the margin: one solve, one call; its bound holds whatever the sets
+                found = _jump(lam, ev)
+                jumped = ev["k"]
+                if found is not None:
+                    w_j, L_j, u_j = found
+                    r = oracle(w_j, counts=False)
+                    calls += 1
+                    F_j = lam * float(w_j @ w_j) + r.loss
+                    if L_j > lower:
+                        lower, w_lower = L_j, u_j / (2.0 * lam)
+                    if F_j < F_best:
+                        F_best, w_best = F_j, w_j
+                    rel = (F_best - lower) / F_best if F_best > 0 else 0.0
+                    rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower,
+                                 "relative_gap": rel, "delta": np.nan, "band": ev["k"], "smoothed_gap": np.nan, "jump": True,
+                                 "time": time.perf_counter() - start})
+                    if verbose:
+                        print(f"newton  jump {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap "
+                              f"{rel:.2e}  band {ev['k']}", flush=True)
+                    if rel <= target or calls >= max_calls:
+                        break
             # the gap at the smoothed optimum falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2],
             # and keep about 2n pairs in the band (it holds about δ times the pairs' density at the margin)
+            k = ev["k"]
             factor = np.sqrt(0.3 * target * F_best / max(F_best - lower, 1e-300))
             smaller = delta * min(0.5, max(1.0 / shrink, factor, 2.0 * w.shape[0] / max(k, 1)))
-            w = w + (delta - smaller) / delta * np.linalg.solve(H, L[2])  # along the tangent of w(δ)
+            w = w + (delta - smaller) / delta * band.solve(L[2])  # along the tangent of w(δ)
             # a narrower band than the last one, which fitted: only the evaluation's own check of the budget
-            F, Fd, g, H, L, k, sg, delta = _evaluate(oracle, lam, w, smaller, budget, fit=False)
+            ev = _point(oracle, lam, w, smaller, budget, fit=False)
+            delta = ev["delta"]
             calls += 1
             continue
+        p = -band.solve(g)
+        decrement = -float(g @ p)
+        if not decrement > 0:
+            p, decrement = -g, float(g @ g)  # a solve that lost descent (CG, rounding): the gradient
+        Fd = ev["Fd"]
         t, accepted = 1.0, False
         for _ in range(max_backtrack + 1):
             x = w + t * p
-            Fx, Fdx, gx, Hx, Lx, kx, sgx, _ = _evaluate(oracle, lam, x, delta)
+            ex = _point(oracle, lam, x, delta)
             calls += 1
-            if Lx[0] > lower:
-                lower, w_lower = Lx[0], Lx[1] / (2.0 * lam)
-            if Fx < F_best:
-                F_best, w_best = Fx, x
-            if Fdx <= Fd - 1e-4 * t * decrement:
+            if ex["L"][0] > lower:
+                lower, w_lower = ex["L"][0], ex["L"][1] / (2.0 * lam)
+            if ex["F"] < F_best:
+                F_best, w_best = ex["F"], x
+            if ex["Fd"] <= Fd - 1e-4 * t * decrement:
                 accepted = True
                 break
             if calls >= max_calls:
                 break
-            t /= 2.0
+            # the minimiser of the quadratic through F_δ(w), its slope and F_δ(x), within [t/50, t/2]: a Newton step
+            # too long by orders of magnitude (a thin band, curvature 2λ elsewhere) comes back in a few trials
+            curv = ex["Fd"] - Fd + t * decrement
+            t = min(0.5 * t, max(0.02 * t, 0.5 * decrement * t * t / curv if curv > 0 else 0.5 * t))
         if not accepted:
             # kinks just outside the band: Newton's model is wrong here; the planes take over again
             break
-        w, F, Fd, g, H, L, k, sg = x, Fx, Fdx, gx, Hx, Lx, kx, sgx
+        w, ev = x, ex
     return w_best, F_best, lower, w_lower, calls, rows
