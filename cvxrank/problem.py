@@ -18,7 +18,9 @@ scales are stated on every solution.
 The CVXPY formulations (:mod:`cvxrank.formulations`) compile a problem; the
 native solvers (:mod:`cvxrank.native`, ``subgradient``, ``gd``) read it
 directly. A problem made from documents forms its pairs only when a solver
-needs them (the pair-free solver never does).
+needs them (the pair-free solver never does); so does a problem made from
+:class:`~cvxrank.preference_groups.PreferenceGroups` (click logs, costs that factor per
+document), whose pairs are explicit preference pairs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.objectives import hinge_objective, qp_objective
 from cvxrank.pairs import PairSet, count_pairs, make_pairs, pair_degrees
+from cvxrank.preference_groups import PreferenceGroups
 from cvxrank.variants import Variant
 
 __all__ = ["RankingProblem"]
@@ -43,16 +46,25 @@ _PAIRFREE = {
     "prox_newton": ("squared_hinge", frozenset({"margin", "l1", "bounds"})),
 }
 
+#: The pair-free solvers that read :class:`~cvxrank.preference_groups.PreferenceGroups` (costs per document,
+#: :mod:`cvxrank.native.document_oracle`), with the extensions they take there (margins are 1).
+GROUP_PAIRFREE = {"cutting_plane": ("hinge", frozenset()), "truncated_newton": ("squared_hinge", frozenset())}
+
 
 class RankingProblem:
     """Data or explicit pairs, one :class:`~cvxrank.costs.Costs` value and ``λ``.
 
     Parameters
     ----------
-    data : RankingData or PairSet
+    data : RankingData, PairSet or PreferenceGroups
         Graded documents (pairs are formed inside queries when needed, by
-        :func:`~cvxrank.pairs.make_pairs`) or a pair set (e.g. explicit
-        preference pairs from :func:`~cvxrank.pairs.preference_pairs`).
+        :func:`~cvxrank.pairs.make_pairs`), a pair set (e.g. explicit
+        preference pairs from :func:`~cvxrank.pairs.preference_pairs`), or groups of
+        documents with a weight per member (:class:`~cvxrank.preference_groups.PreferenceGroups`,
+        e.g. :func:`cvxrank.clicks.click_groups`): the pairs ``(i, j)`` of each group at cost
+        ``a_{g,i}``, merged, formed only when a solver needs them. Groups carry their own
+        costs: ``costs``, ``tau``, ``mu`` and ``weights`` must then be None (the problem's
+        :attr:`costs` is the pair rule :meth:`PreferenceGroups.weight_of`).
     costs : Costs, optional
         Default: ``Costs(tau=tau, mu=mu, weights=weights)``.
     tau, mu, weights : optional
@@ -119,12 +131,20 @@ class RankingProblem:
                  variant: Variant | None = None, tau_swaps: int | None = 100, tau_average: str = "queries_with_both",
                  random_state=None):
         self._n_pairs = None  # counted from the grades on first use
+        self._groups = None
         if isinstance(data, PairSet):
             self._pairs, self.data = data, data.data
         elif isinstance(data, RankingData):
             self._pairs, self.data = None, data
+        elif isinstance(data, PreferenceGroups):
+            if costs is not None or tau is not None or mu is not None or weights is not None:
+                raise ValidationError("preference groups carry their own costs (a weight per member): give no costs, "
+                                      "tau, mu or weights")
+            self._pairs, self.data, self._groups = None, data.data, data
+            weights = data.weight_of  # the pairs' weights as a rule: evaluated only when the pairs are formed
         else:
-            raise ValidationError(f"a ranking problem takes RankingData or a PairSet, got {type(data).__name__}")
+            raise ValidationError("a ranking problem takes RankingData, a PairSet or PreferenceGroups, got "
+                                  f"{type(data).__name__}")
         tau = self._resolve_tau(tau, tau_swaps, tau_average, random_state)
         self.costs = Costs.coerce(costs, tau=tau, mu=mu, weights=weights)
         if self.costs.kind == "explicit" and self._pairs is None:
@@ -139,7 +159,7 @@ class RankingProblem:
         self._weights = None
         if self._pairs is not None:
             self._weights = self.costs.pair_weights(self._pairs)  # validate now, against the pairs
-        elif self.costs.kind == "rule":
+        elif self.costs.kind == "rule" and self._groups is None:
             _ = self.pairs  # a function of the pairs: formed and evaluated now, once
 
     def _resolve_tau(self, tau, tau_swaps, tau_average, random_state):
@@ -171,9 +191,18 @@ class RankingProblem:
             check_pairs(self.n_pairs, self.data.n_documents,
                         (f"the pair-free solver solver={pairfree[0]!r} never forms them; or use fewer or shorter "
                          "queries, or raise the budget") if pairfree else PAIRFREE_ADVICE)
-            self._pairs = make_pairs(self.data)
-            self._weights = self.costs.pair_weights(self._pairs)
+            if self._groups is not None:
+                self._pairs, self._weights = self._groups.pairs()
+            else:
+                self._pairs = make_pairs(self.data)
+                self._weights = self.costs.pair_weights(self._pairs)
         return self._pairs
+
+    @property
+    def groups(self) -> PreferenceGroups | None:
+        """The :class:`~cvxrank.preference_groups.PreferenceGroups` the problem was made from (None otherwise):
+        what the pair-free solvers read, pairs formed or not."""
+        return getattr(self, "_groups", None)
 
     @property
     def has_pairs(self) -> bool:
@@ -197,7 +226,8 @@ class RankingProblem:
         ``truncated_newton`` and ``prox_newton`` for the squared hinge, by the extensions each takes), for
         the budget's messages: :data:`_PAIRFREE`, the registry's ``pairfree`` solvers."""
         variant = self.variant
-        return [name for name, (loss, extensions) in _PAIRFREE.items()
+        table = _PAIRFREE if self._groups is None else GROUP_PAIRFREE
+        return [name for name, (loss, extensions) in table.items()
                 if variant.loss == loss and variant.extensions <= extensions]
 
     def _nnz_x(self) -> int:
@@ -249,7 +279,8 @@ class RankingProblem:
         if not hasattr(X, "indptr"):
             return difference_bytes(self.n_pairs, self.n_features)
         row_nnz = np.diff(X.indptr).astype(np.int64)
-        return difference_bytes(self.n_pairs, self.n_features, int(pair_degrees(self.data) @ row_nnz))
+        degrees = pair_degrees(self.data) if self._groups is None else self._groups.document_degrees()
+        return difference_bytes(self.n_pairs, self.n_features, int(degrees @ row_nnz))
 
     def check_formulation(self, name: str, advice: str | None = None) -> None:
         """Refuse, under the memory budget, to compile this problem into the CVXPY formulation ``name``.
@@ -297,14 +328,19 @@ class RankingProblem:
         """Number of pairs, counted without forming them when they do not exist yet (once: the grades are fixed)."""
         if self._pairs is not None:
             return self._pairs.n_pairs
+        if self._groups is not None:
+            return self._groups.n_pairs
         if getattr(self, "_n_pairs", None) is None:
             self._n_pairs = int(count_pairs(self.data).sum())
         return self._n_pairs
 
     @property
     def source(self) -> str:
-        """``"grades"`` (within-query pairs of graded documents) or ``"explicit"`` (given pairs)."""
-        return "grades" if self._pairs is None else self._pairs.source
+        """``"grades"`` (within-query pairs of graded documents) or the given pairs' source (``"preferences"``
+        for explicit preference pairs and for preference groups)."""
+        if self._pairs is None:
+            return "grades" if self._groups is None else "preferences"
+        return self._pairs.source
 
     # -- the two scales -------------------------------------------------------
     def hinge_objective(self, w) -> float:
@@ -335,10 +371,13 @@ class RankingProblem:
         new.data, new._pairs, new.costs, new.lam = self.data, self._pairs, costs, check_lam(lam)
         new._n_pairs = getattr(self, "_n_pairs", None)
         new.variant = self.variant
+        new._groups = getattr(self, "_groups", None) if costs is self.costs else None
+        if self._groups is not None and new._groups is None:
+            new._pairs = self.pairs  # other costs on the groups' pairs: the pairs are formed
         new._weights = self._weights if costs is self.costs else None
         if new._pairs is not None and new._weights is None:
             new._weights = costs.pair_weights(new._pairs)
-        elif new._pairs is None and costs.kind == "rule":
+        elif new._pairs is None and costs.kind == "rule" and new._groups is None:
             _ = new.pairs  # a function of the pairs: formed and evaluated now, as in the constructor
         return new
 

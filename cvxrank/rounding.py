@@ -126,8 +126,11 @@ def _document_weights(problem: RankingProblem) -> tuple[np.ndarray, float]:
     """``W_d ≥ Σ_{pairs i ∋ d} C_i`` per document without forming pairs, and the largest required margin.
 
     Each pair of a query weighs at most ``max τ · μ_q / (2λ)``; a document of grade ``g`` in a query of
-    ``m_q`` documents is in ``m_q − N[q, g]`` pairs.
+    ``m_q`` documents is in ``m_q − N[q, g]`` pairs. A problem made from preference groups (costs per
+    document, margins 1) has its ``W_d`` exactly: :meth:`~cvxrank.preference_groups.PreferenceGroups.document_weights`.
     """
+    if problem.groups is not None:
+        return problem.groups.document_weights() / (2.0 * problem.lam), 1.0
     data = problem.data
     costs = problem.costs
     per_query = count_pairs(data)

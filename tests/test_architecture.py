@@ -20,7 +20,7 @@ LAYERS = [
     {"_figures"},
     {"data", "metrics"},
     {"datasets", "pairs", "evaluation"},
-    {"costs", "objectives"},
+    {"costs", "objectives", "preference_groups"},  # preference_groups: pairs whose cost factors per document
     {"variants"},
     {"problem"},
     {"clicks"},  # click logs, pairs and costs from clicks: RankingProblems for every solver
