@@ -40,6 +40,10 @@ def pairfree_problem(problem, solver: str, loss: str, instead: str, extensions=f
     problem = getattr(problem, "ranking", problem)
     if not isinstance(problem, RankingProblem):
         raise ValidationError(f"{solver} takes a RankingProblem, got {type(problem).__name__}")
+    if problem.groups is not None:  # costs per document: the door sends them to cvxrank.native.document_solvers
+        raise ValidationError(f"this {solver} backend reads costs per query and grade pair; a problem made from "
+                              "preference groups (costs per document) is solved through cvxrank.solve(problem, "
+                              f"{solver!r})")
     variant = problem.variant
     if variant.loss != loss or not variant.extensions <= extensions:
         more = "".join(f", {e}" for e in sorted(extensions - {"margin"}))

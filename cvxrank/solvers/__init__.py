@@ -37,6 +37,7 @@ for a name: ``"auto"`` (:func:`~cvxrank.solvers.registry.choose_solver`) and
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 
@@ -48,6 +49,8 @@ from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.formulations import Formulation, build
 from cvxrank.native.cutting_plane import _solve as _cutting_plane
 from cvxrank.native.cutting_plane import cutting_plane
+from cvxrank.native.document_solvers import solve_cutting_plane as _groups_cp
+from cvxrank.native.document_solvers import solve_truncated_newton as _groups_tn
 from cvxrank.native.prox_newton import _solve as _prox_newton
 from cvxrank.native.prox_newton import prox_newton
 from cvxrank.native.scale import check_feature_scale
@@ -85,9 +88,31 @@ __all__ = [
     "solver_options",
 ]
 
+def _by_costs(name: str, graded, groups=None):
+    """The pair-free backend of the solver ``name``: ``graded`` (costs per query and grade pair, :mod:`cvxrank.native.oracle`), or
+    ``groups`` for a problem made from :class:`~cvxrank.preference_groups.PreferenceGroups` (click logs: costs
+    per document, :mod:`cvxrank.native.document_solvers`); None refuses such a problem. Its signature, which
+    :func:`solver_options` reads, is ``graded``'s."""
+
+    @functools.wraps(graded)
+    def backend(problem, **options):
+        if getattr(getattr(problem, "ranking", problem), "groups", None) is None:
+            return graded(problem, **options)
+        if groups is None:
+            raise SolverNotAvailableError(
+                f"the solver {name!r} reads graded documents; a problem made from "
+                "preference groups (costs per document, e.g. a click log) goes to 'cutting_plane' (hinge), "
+                "'truncated_newton' (squared hinge) or a CVXPY solver (its pairs are formed for it)")
+        return groups(problem, **options)
+
+    return backend
+
+
 #: Native solvers: name -> backend ``(problem, *, tol, verbose, **options) -> SolveResult``.
-NATIVE_SOLVERS = {"subgradient": _subgradient, "gd": _gd, "cutting_plane": _cutting_plane,
-                  "truncated_newton": _truncated_newton, "prox_newton": _prox_newton}
+NATIVE_SOLVERS = {"subgradient": _subgradient, "gd": _gd,
+                  "cutting_plane": _by_costs("cutting_plane", _cutting_plane, _groups_cp),
+                  "truncated_newton": _by_costs("truncated_newton", _truncated_newton, _groups_tn),
+                  "prox_newton": _by_costs("prox_newton", _prox_newton)}
 
 #: The algorithm each pair-free backend hands its remaining options to.
 _INNER = {"cutting_plane": cutting_plane, "truncated_newton": truncated_newton, "prox_newton": prox_newton}

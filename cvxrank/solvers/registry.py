@@ -516,11 +516,13 @@ def choose_solver(problem, formulation: str = "auto") -> str:
     The pair-free native solver that takes the problem's variant (``cutting_plane`` for the hinge,
     ``truncated_newton`` for the squared hinge) when the problem is given as documents, no
     formulation is asked for and it has :data:`AUTO_PAIRFREE_PAIRS` pairs or more (counted without
-    forming them); else ``clarabel``, the reference, which solves every variant.
+    forming them; a problem made from preference groups, e.g. a click log, too: ``cutting_plane`` or
+    ``truncated_newton``); else ``clarabel``, the reference, which solves every variant.
     """
     if formulation == "auto" and not problem.has_pairs and problem.n_pairs >= AUTO_PAIRFREE_PAIRS:
         for spec in SOLVERS.values():
-            if spec.pairfree and spec.accepts(problem.variant) and getattr(problem.costs.weights, "ndim", 0) == 0:
+            if spec.pairfree and spec.accepts(problem.variant) and getattr(problem.costs.weights, "ndim", 0) == 0 \
+                    and (problem.groups is None or spec.name in problem._pairfree_solvers()):  # preference groups
                 return spec.name
     return "clarabel"
 

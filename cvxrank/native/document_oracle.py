@@ -1,0 +1,326 @@
+"""Pair-free oracle for pair costs that factor per document: groups of documents, a weight per member.
+
+For :class:`~cvxrank.preference_groups.PreferenceGroups` (click logs: a group is the documents some
+sessions showed together, ``a_i`` the inverse-propensity weight of ``i``'s clicks there) and scores
+``s = X w`` the loss is
+
+.. math:: R(w) = \\sum_g \\sum_{i \\in g} a_i \\sum_{j \\in g,\\, j \\ne i} \\ell(t_{ij}), \\qquad
+          t_{ij} = 1 - (s_i - s_j),
+
+with ``ℓ`` the hinge ``[t]_+`` or the squared hinge ``[t]_+²``. Pair ``(i, j)`` is *violated* when
+``s_i - s_j < 1``: the same floating-point subtraction and test as ``PairSet.margins(w) < 1`` on the
+explicit pairs (:meth:`PreferenceGroups.pairs`). Sort the scores of a group; for a member ``i``
+
+* ``J_i = {j : s_i - s_j < 1}`` is the run of sorted positions ``[lo_i, L)`` (``lo_i`` found by an
+  exact binary search on the test itself), and ``i ∈ J_i`` (its self term ``t_ii = 1`` is removed);
+* ``K_i = {k : s_k - s_i < 1} = [0, hi_i)`` with ``hi_i = #{k : lo_k <= i}`` (a later ``k`` fails to
+  beat ``i`` exactly when ``i ∈ J_k``: one count, the same test).
+
+With ``n_i = |J_i|``, ``A`` and ``S`` the prefix sums of ``a`` and of the scores in the sorted order
+(shifted by the group's smallest score, :math:`x = s - \\min_g s`):
+
+* hinge: ``R = W + vᵀ x`` with ``W = Σ_i a_i (n_i - 1)`` (the weight of the violated pairs) and
+  ``v_i = -a_i (n_i - 1) + Σ_{k ∈ K_i, k ≠ i} a_k``; ``Xᵀ v`` is a subgradient and
+  ``R(w') ≥ W + (Xᵀ v)ᵀ w'`` for every ``w'``: the cutting plane of
+  :func:`~cvxrank.native.cutting_plane.cutting_plane`;
+* squared hinge: with ``d_i = 1 - x_i``, ``Σ_{j ∈ J_i} t_ij = n_i d_i + Σ_{J_i} x_j`` and
+  ``Σ_{j ∈ J_i} t_ij² = n_i d_i² + 2 d_i Σ_{J_i} x_j + Σ_{J_i} x_j²`` (minus 1 each for ``j = i``); the
+  score gradient ``g_i = -2 a_i Σ_{J_i \\ i} t_ij + 2 Σ_{K_i \\ i} a_k t_ki`` and, for the generalised
+  Hessian ``2 Pᵀ diag(c ⊙ [t > 0]) P``, the product
+  ``(H u)_i = 2 a_i (n_i u_i - Σ_{J_i} u_j) + 2 (u_i Σ_{K_i} a_k - Σ_{K_i} a_k u_k)``: what
+  :func:`~cvxrank.native.truncated_newton.truncated_newton` asks of
+  :class:`~cvxrank.native.variant_oracle.VariantOracle`.
+
+Layout. Groups of the same size ``L`` form one ``(groups, L)`` block: a call sorts each block along
+its rows (``argsort(axis=1)``) and takes every prefix sum along the rows, so each sum runs over one
+group only (its rounding is that of a group, whatever the number of groups), and the binary search
+takes ``ceil(log2 L)`` vectorised steps. Time ``O(K log L + m n)`` per call for ``K`` members and the
+``m`` documents they show (the rows of ``X`` the oracle keeps), memory ``O(K + m n)``; no pair is formed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from cvxrank._float64 import matvec, rmatvec
+from cvxrank._memory import check_memory
+from cvxrank.exceptions import ValidationError
+from cvxrank.native.variant_oracle import SquaredHingeResult
+from cvxrank.preference_groups import PreferenceGroups
+
+__all__ = ["DocumentOracle", "DocumentOracleResult", "MEMBER_BYTES"]
+
+_EPS = np.finfo(np.float64).eps
+
+#: Peak bytes per member of a call (sorted scores, weights, positions, prefix sums and their temporaries).
+MEMBER_BYTES = 256
+
+
+@dataclass(frozen=True, eq=False)
+class DocumentOracleResult:
+    """The hinge loss at one ``w`` (or score vector), with its cutting plane.
+
+    Attributes
+    ----------
+    loss : float
+        ``R(w) = Σ_g Σ_{i ∈ g} a_i Σ_{j ≠ i} [1 - (s_i - s_j)]_+``.
+    violated_weight : float
+        ``W = Σ_i a_i (n_i - 1)``, the weight of the violated pairs: the plane's offset.
+    gradient : ndarray of shape (n_features,) or None
+        ``Xᵀ v``, a subgradient of ``R`` (None when only scores were given).
+    score_gradient : ndarray of shape (n_documents,)
+        ``v``, one entry per document the oracle keeps (:attr:`DocumentOracle.documents`).
+    n_violated : int
+        Violated pairs (group form: a pair of two groups counts twice).
+    rounding : float
+        ``ε (W + Σ |v_i x_i|)``: the scale of the rounding in ``loss``.
+    """
+
+    loss: float
+    violated_weight: float
+    gradient: np.ndarray | None
+    score_gradient: np.ndarray
+    n_violated: int
+    rounding: float
+
+
+class _Block:
+    """The groups of one size ``L``: ``doc`` (local document of each member) and ``a`` (its weight), ``(G, L)``."""
+
+    __slots__ = ("L", "doc", "a")
+
+    def __init__(self, L, doc, a):
+        self.L, self.doc, self.a = L, doc, a
+
+
+class _Sorted:
+    """One block at one score vector: the rows sorted, the ranges ``J`` and ``K`` of every position."""
+
+    __slots__ = ("doc", "a", "x", "n", "lo", "hi", "a_hi")
+
+    def __init__(self, block: _Block, s: np.ndarray):
+        S = s[block.doc]
+        o = np.argsort(S, axis=1, kind="stable")
+        S = np.take_along_axis(S, o, axis=1)
+        self.doc = np.take_along_axis(block.doc, o, axis=1)
+        self.a = np.take_along_axis(block.a, o, axis=1)
+        G, L = S.shape
+        self.lo = _first_within(S)
+        counts = np.bincount((np.arange(G)[:, None] * L + self.lo).ravel(), minlength=G * L).reshape(G, L)
+        self.hi = np.cumsum(counts, axis=1)  # #{k : lo_k <= p}: the end of K_p
+        self.n = L - self.lo  # |J_p|, the self term included
+        self.x = S - S[:, :1]  # the losses are invariant to a shift per group: smaller terms
+        self.a_hi = _prefix(self.a, self.hi)  # Σ_{k ∈ K_p} a_k, the self term included
+
+
+def _prefix(values: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``Σ_{k < end[r, p]} values[r, k]`` along each row."""
+    cum = np.zeros((values.shape[0], values.shape[1] + 1))
+    np.cumsum(values, axis=1, out=cum[:, 1:])
+    return np.take_along_axis(cum, end, axis=1)
+
+
+def _suffix(values: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``Σ_{k >= start[r, p]} values[r, k]`` along each row."""
+    cum = np.zeros((values.shape[0], values.shape[1] + 1))
+    np.cumsum(values, axis=1, out=cum[:, 1:])
+    return cum[:, -1:] - np.take_along_axis(cum, start, axis=1)
+
+
+def _first_within(S: np.ndarray) -> np.ndarray:
+    """For rows sorted ascending: the first ``k <= p`` with ``S[r, p] - S[r, k] < 1``, for every ``(r, p)``.
+
+    An exact binary search on the test itself (it fails, then holds, along ``k``, and holds at ``k = p``):
+    the positions are those of the same floating-point test on every pair, ties and differences of
+    exactly 1 included.
+    """
+    G, L = S.shape
+    lo = np.zeros((G, L), dtype=np.int64)
+    hi = np.broadcast_to(np.arange(L, dtype=np.int64), (G, L)).copy()
+    active = lo < hi
+    while active.any():
+        mid = (lo + hi) // 2
+        ok = (S - np.take_along_axis(S, mid, axis=1)) < 1.0
+        hi = np.where(active & ok, mid, hi)
+        lo = np.where(active & ~ok, mid + 1, lo)
+        active = lo < hi
+    return lo
+
+
+class DocumentOracle:
+    """Loss, (sub)gradient and Hessian products of the hinge and squared hinge on preference groups, pair-free.
+
+    Build it with :meth:`from_groups`. The scores live on :attr:`documents`, the rows of ``X`` that some
+    group holds (a copy of those rows when they are not all of them): :meth:`scores`, :meth:`gradient` and
+    every score vector refer to them.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix of shape (n_documents, n_features)
+    groups : PreferenceGroups
+        The groups (their ``data.X`` is not read: ``X`` is).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cvxrank.data import RankingData
+    >>> docs = RankingData(np.array([[0.0], [1.0], [3.0]]), [0, 0, 0], qid=[1, 1, 1])
+    >>> groups = PreferenceGroups(docs, group=[0, 0, 0], document=[0, 1, 2], weight=[2.0, 0.0, 1.0])
+    >>> oracle = DocumentOracle.from_groups(groups)
+    >>> r = oracle(np.array([1.0]))   # scores 0, 1, 3: 0 over 1 (t = 2) and 2 (t = 4) at 2; 2 beats both by >= 1
+    >>> r.loss, r.violated_weight, r.gradient.tolist()
+    (12.0, 4.0, [8.0])
+    """
+
+    #: The smoothed Newton phase of :mod:`cvxrank.native.newton` reads the graded oracle's internals: planes only.
+    newton_phase = False
+
+    def __init__(self, X, groups: PreferenceGroups):
+        if not isinstance(groups, PreferenceGroups):
+            raise ValidationError(f"DocumentOracle takes PreferenceGroups, got {type(groups).__name__}")
+        m = groups.data.n_documents
+        if X.shape[0] != m:
+            raise ValidationError(f"X has {X.shape[0]} rows, the groups' documents {m}")
+        # Only the groups that give a pair: two members or more, one of positive weight.
+        live = np.add.reduceat(groups.weight > 0, groups.offsets[:-1]) > 0
+        live &= groups.sizes > 1
+        members = np.flatnonzero(live[groups.group])
+        used, local = np.unique(groups.document[members], return_inverse=True)
+        local = local.ravel()
+        X = X.tocsr() if sp.issparse(X) else np.asarray(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        row_bytes = (X[used].data.nbytes if sp.issparse(X) else used.shape[0] * X.shape[1] * X.itemsize) \
+            if used.shape[0] < m else 0
+        check_memory(MEMBER_BYTES * float(members.shape[0]) + 64.0 * used.shape[0] + row_bytes,
+                     f"the pair-free oracle of {groups.n_groups:,} groups ({members.shape[0]:,} members)",
+                     "use a smaller log or fewer groups")
+        self.X = X if used.shape[0] == m else X[used]
+        self.documents = used
+        self.n_pairs = groups.n_pairs
+        sizes = groups.sizes[live]
+        starts = groups.offsets[:-1][live]
+        position = np.empty(groups.n_members, dtype=np.int64)
+        position[members] = np.arange(members.shape[0])
+        self._blocks = []
+        for L in np.unique(sizes):
+            idx = position[starts[sizes == L][:, None] + np.arange(L)]
+            self._blocks.append(_Block(int(L), local[idx], groups.weight[members][idx]))
+        self.n_members = int(members.shape[0])
+        self.n_group_pairs = int(np.sum((groups.weight[members] > 0) * (groups.sizes[groups.group[members]] - 1)))
+
+    @classmethod
+    def from_groups(cls, groups: PreferenceGroups) -> DocumentOracle:
+        """The oracle of ``groups`` on their documents' features ``groups.data.X``."""
+        if not isinstance(groups, PreferenceGroups):
+            raise ValidationError(f"DocumentOracle takes PreferenceGroups, got {type(groups).__name__}")
+        return cls(groups.data.X, groups)
+
+    # -- sizes -----------------------------------------------------------------------------
+    @property
+    def n_documents(self) -> int:
+        """Documents the scores live on (those some group with a pair holds)."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    # -- products ----------------------------------------------------------------------------
+    def scores(self, w) -> np.ndarray:
+        """``s = X w`` on :attr:`documents` (float64 arithmetic)."""
+        w = np.asarray(w, dtype=np.float64).ravel()
+        if w.shape != (self.n_features,):
+            raise ValidationError(f"w must have {self.n_features} entries, got {w.shape[0]}")
+        return matvec(self.X, w)
+
+    def gradient(self, v) -> np.ndarray:
+        """``Xᵀ v`` for a score vector ``v`` on :attr:`documents` (float64 arithmetic)."""
+        return rmatvec(self.X, v)
+
+    def _check_scores(self, s) -> np.ndarray:
+        s = np.asarray(s, dtype=np.float64).ravel()
+        if s.shape != (self.n_documents,):
+            raise ValidationError(f"s must have {self.n_documents} entries, got {s.shape[0]}")
+        if not np.all(np.isfinite(s)):
+            raise ValidationError("the scores have a NaN or infinite value")
+        return s
+
+    def _scatter(self, parts) -> np.ndarray:
+        out = np.zeros(self.n_documents)
+        for doc, values in parts:
+            out += np.bincount(doc.ravel(), weights=values.ravel(), minlength=self.n_documents)
+        return out
+
+    # -- hinge -------------------------------------------------------------------------------
+    def __call__(self, w, *, counts: bool = False) -> DocumentOracleResult:
+        """Loss, violated weight and subgradient ``Xᵀ v`` at ``w`` (``counts`` is accepted for the interface
+        of :func:`~cvxrank.native.cutting_plane.cutting_plane`: these losses have no grade pairs to count)."""
+        r = self.evaluate_scores(self.scores(w))
+        return DocumentOracleResult(r.loss, r.violated_weight, self.gradient(r.score_gradient), r.score_gradient,
+                                    r.n_violated, r.rounding)
+
+    def evaluate_scores(self, s) -> DocumentOracleResult:
+        """:meth:`__call__` for a score vector ``s`` on :attr:`documents` (``gradient`` is None)."""
+        s = self._check_scores(s)
+        W = vx = scale = 0.0
+        n_violated = 0
+        parts = []
+        for block in self._blocks:
+            b = _Sorted(block, s)
+            lower = b.a * (b.n - 1)  # weight of the violated pairs where the member is the better one
+            v = (b.a_hi - b.a) - lower  # ... where it is the worse one, minus those
+            W += float(lower.sum())
+            vx += float(np.sum(v * b.x))
+            scale += float(np.sum(np.abs(v * b.x)))
+            n_violated += int(np.sum((b.a > 0) * (b.n - 1)))
+            parts.append((b.doc, v))
+        loss = W + vx
+        return DocumentOracleResult(max(loss, 0.0), W, None, self._scatter(parts), n_violated, _EPS * (W + scale))
+
+    # -- squared hinge -------------------------------------------------------------------------
+    def squared_hinge(self, w, *, hessian: bool = False) -> SquaredHingeResult:
+        """``R_2``, its score gradient and (``hessian=True``) Hessian products at ``s = X w``."""
+        return self.squared_hinge_scores(self.scores(w), hessian=hessian)
+
+    def squared_hinge_scores(self, s, *, hessian: bool = False) -> SquaredHingeResult:
+        """The squared hinge ``R_2 = Σ a_i [t_ij]_+²`` at the score vector ``s``, its score gradient, the linear
+        sum ``Σ a_i [t_ij]_+`` (the hinge loss: margins are 1) that the certificate of
+        :func:`~cvxrank.native.truncated_newton.squared_hinge_bound` reads, and (``hessian=True``) products
+        with the generalised Hessian in scores."""
+        s = self._check_scores(s)
+        loss = linear = scale = 0.0
+        n_violated = 0
+        parts, kept = [], []
+        for block in self._blocks:
+            b = _Sorted(block, s)
+            x, a, n = b.x, b.a, b.n
+            d = 1.0 - x
+            S1 = _suffix(x, b.lo)
+            S2 = _suffix(x * x, b.lo)
+            T = n * d + S1 - 1.0  # Σ_{j ∈ J_i, j ≠ i} t_ij (the self term is 1)
+            Q = n * d * d + 2.0 * d * S1 + S2 - 1.0  # Σ_{j ∈ J_i, j ≠ i} t_ij²
+            loss += float(np.sum(a * Q))
+            linear += float(np.sum(a * T))
+            scale += float(np.sum(a * (n * d * d + 2.0 * np.abs(d * S1) + S2 + 1.0)))
+            ax_hi = _prefix(a * x, b.hi)  # Σ_{k ∈ K_i} a_k x_k
+            worse = (1.0 + x) * (b.a_hi - a) - (ax_hi - a * x)  # Σ_{k ∈ K_i, k ≠ i} a_k t_ki
+            parts.append((b.doc, 2.0 * (worse - a * T)))
+            n_violated += int(np.sum((a > 0) * (n - 1)))
+            if hessian:
+                kept.append(b)
+        grad = self._scatter(parts)
+        hess = None
+        if hessian:
+            def hess(u):
+                u = np.asarray(u, dtype=np.float64)
+                out = []
+                for b in kept:
+                    U = u[b.doc]
+                    h = b.a * (b.n * U - _suffix(U, b.lo)) + (U * b.a_hi - _prefix(b.a * U, b.hi))
+                    out.append((b.doc, 2.0 * h))
+                return self._scatter(out)
+        return SquaredHingeResult(max(loss, 0.0), linear, grad, n_violated, _EPS * scale, hess)
