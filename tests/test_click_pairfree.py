@@ -1,0 +1,203 @@
+"""Pair-free training on click logs: costs that factor per document (preference groups).
+
+The oracle of ``cvxrank.native.document_oracle`` against the explicit merged pairs of
+``click_pairs(log, "propensity")``, and pair-free solves through the one door against Clarabel on
+those pairs, within the certified bounds.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cvxrank as cr
+from cvxrank._memory import set_memory_budget
+from cvxrank.clicks import ClickLog, click_pairs, click_problem, make_clicks
+from cvxrank.clicks.pairs import click_groups
+from cvxrank.data import RankingData
+from cvxrank._memory import MemoryBudgetError
+from cvxrank.exceptions import SolverNotAvailableError, ValidationError
+from cvxrank.native.document_oracle import DocumentOracle
+from cvxrank.preference_groups import PreferenceGroups
+from cvxrank.solvers.registry import choose_solver
+from cvxrank.variants import Variant
+
+SQUARED = Variant(loss="squared_hinge")
+
+
+def _two_logs(data, seed):
+    """Two simulated logs of the same documents with different shown lists (top 4 and top 7): a document is
+    then shown, and clicked, in several groups of its query, so merged pairs span groups."""
+    a = make_clicks(data, eta=1.0, n_sessions=150, top_k=4, random_state=seed).to_frame()
+    b = make_clicks(data, eta=1.0, n_sessions=150, top_k=7, random_state=seed + 1).to_frame()
+    b["session"] += a["session"].max() + 1
+    return ClickLog.from_frame(pd.concat([a, b], ignore_index=True), data, propensity="propensity")
+
+
+@pytest.fixture(scope="module")
+def log():
+    data = cr.make_ranking(n_queries=6, docs_per_query=(5, 10), n_features=3, random_state=3)
+    return _two_logs(data, 5)
+
+
+@pytest.fixture(scope="module")
+def grid_log():
+    """Integer features: with w = (1, 0, 0) and (1, 1, 0) scores tie and differ by exactly 1 (and by 1 ± 1 ulp
+    with the third feature's 1e-16 scale)."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 4, size=(40, 3)).astype(np.float64)
+    X[:, 2] = rng.integers(-1, 2, size=40) * np.spacing(1.0)
+    data = RankingData(X, rng.integers(0, 3, size=40), qid=np.repeat(np.arange(4), 10))
+    return _two_logs(data, 11)
+
+
+def _explicit(log, clip=None):
+    pairs, c = click_pairs(log, "propensity", clip=clip)
+    return pairs, c
+
+
+def _pairs_values(pairs, c, w):
+    """Hinge, squared hinge, their gradients in w and the violated weight, from the explicit pairs."""
+    X = pairs.data.X
+    m = pairs.margins(w)
+    t = np.where(m < 1, 1.0 - m, 0.0)
+    v = -(pairs.P.T @ (c * (m < 1)))
+    g2 = -2.0 * (pairs.P.T @ (c * t))
+    return float(c @ t), X.T @ v, float(c[m < 1].sum()), float(c @ (t * t)), X.T @ g2, m
+
+
+def test_groups_are_the_merged_click_pairs(log):
+    for clip in (None, 3.0):
+        groups = click_groups(log, clip=clip)
+        assert groups.n_groups > log.documents.n_queries  # several shown lists per query
+        pairs, c = _explicit(log, clip)
+        formed, weights = groups.pairs()
+        assert groups.n_pairs == pairs.n_pairs == formed.n_pairs
+        assert groups.n_group_pairs > groups.n_pairs  # some pairs of two groups were merged
+        np.testing.assert_array_equal(formed.better, pairs.better)
+        np.testing.assert_array_equal(formed.worse, pairs.worse)
+        np.testing.assert_allclose(weights, c, rtol=1e-13)
+        np.testing.assert_allclose(groups.weight_of(better=pairs.better, worse=pairs.worse), c, rtol=1e-13)
+
+
+@pytest.mark.parametrize("fixture, ws", [
+    ("log", [np.array([0.3, -0.7, 1.1]), np.array([2.0, 0.5, -1.0]), np.zeros(3)]),
+    ("grid_log", [np.array([1.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0]), np.array([1.0, 0.0, 1.0]),
+                  np.array([0.5, 0.5, 0.0])]),
+])
+def test_oracle_is_the_explicit_pairs(request, fixture, ws):
+    log = request.getfixturevalue(fixture)
+    groups = click_groups(log, clip=4.0)
+    pairs, c = _explicit(log, 4.0)
+    oracle = DocumentOracle.from_groups(groups)
+    rng = np.random.default_rng(1)
+    boundary = ties = 0
+    for w in ws:
+        loss, grad, W, sq, grad2, m = _pairs_values(pairs, c, w)
+        boundary += int(np.sum(m == 1.0))
+        ties += int(np.sum(m == 0.0))
+        r = oracle(w)
+        scale = float(c.sum()) * (1.0 + float(np.abs(m).max()))
+        assert r.loss == pytest.approx(loss, rel=1e-12, abs=1e-12 * scale)
+        assert r.violated_weight == pytest.approx(W, rel=1e-12)
+        np.testing.assert_allclose(r.gradient, grad, rtol=1e-12, atol=1e-12 * scale)
+        q = oracle.squared_hinge(w, hessian=True)
+        assert q.loss == pytest.approx(sq, rel=1e-12, abs=1e-12 * scale ** 2)
+        assert q.linear == pytest.approx(loss, rel=1e-12, abs=1e-12 * scale)
+        np.testing.assert_allclose(oracle.gradient(q.score_gradient), grad2, rtol=1e-12, atol=1e-12 * scale ** 2)
+        u = rng.normal(size=log.documents.n_documents)
+        Hu = 2.0 * (pairs.P.T @ ((c * (m < 1)) * (pairs.P @ u)))
+        np.testing.assert_allclose(oracle.gradient(q.hessian_product(u[oracle.documents])),
+                                   log.documents.X.T @ Hu, rtol=1e-11, atol=1e-11 * scale)
+    if fixture == "grid_log":
+        assert boundary > 0 and ties > 0  # the exact test was exercised at margins of exactly 1 and 0
+
+
+def test_boundary_within_an_ulp():
+    """Margins of 1 - ulp, 1 and 1 + ulp: violated, not, not (the explicit pairs' test, bit for bit)."""
+    X = np.array([[0.0], [1.0], [np.nextafter(1.0, 0.0)], [np.nextafter(1.0, 2.0)], [2.0]])
+    docs = RankingData(X, [0, 0, 0, 0, 0], qid=[1, 1, 1, 1, 1])
+    groups = PreferenceGroups(docs, group=[0] * 5, document=[0, 1, 2, 3, 4], weight=[1.0, 2.0, 0.0, 3.0, 0.5])
+    pairs, c = groups.pairs()
+    oracle = DocumentOracle.from_groups(groups)
+    for w in (np.array([1.0]), np.array([-1.0]), np.array([0.5])):
+        loss, grad, W, sq, grad2, m = _pairs_values(pairs, c, w)
+        if abs(w[0]) == 1.0:
+            assert np.any(m == 1.0) and np.any((m < 1.0) & (m > 0.999)) and np.any((m > 1.0) & (m < 1.001))
+        r = oracle(w)
+        assert r.violated_weight == W and r.loss == pytest.approx(loss, rel=1e-14, abs=1e-14)
+        np.testing.assert_allclose(r.gradient, grad, rtol=1e-14, atol=1e-14)
+        assert oracle.squared_hinge(w).loss == pytest.approx(sq, rel=1e-14, abs=1e-14)
+
+
+def test_problem_forms_no_pair_until_asked(log):
+    problem = click_problem(log, "propensity", lam=0.1)
+    assert problem.groups is not None and not problem.has_pairs and problem.source == "preferences"
+    pairs, c = _explicit(log)
+    assert problem.n_pairs == pairs.n_pairs and not problem.has_pairs
+    assert problem.with_lam(0.2).groups is problem.groups
+    np.testing.assert_allclose(problem.C, c / 0.2, rtol=1e-13)  # Theorem 1: C_i = c_i / (2λ); the pairs formed now
+    assert problem.has_pairs
+    explicit = click_problem(log, "propensity", lam=0.1, merge=False)
+    assert explicit.groups is None and explicit.has_pairs
+    with pytest.raises(ValidationError, match="carry their own costs"):
+        cr.RankingProblem(click_groups(log), mu="balanced")
+
+
+@pytest.mark.parametrize("solver, variant", [("cutting_plane", None), ("truncated_newton", SQUARED)])
+@pytest.mark.parametrize("lam", [0.05, 5.0])
+def test_pairfree_training_is_the_explicit_solve(log, solver, variant, lam):
+    problem = click_problem(log, "propensity", lam=lam, clip=5.0, variant=variant)
+    a = cr.solve(problem, solver, tol=1e-7)
+    assert not problem.has_pairs  # the pair-free solve formed none
+    pairs, c = _explicit(log, 5.0)
+    b = cr.solve(cr.RankingProblem(pairs, weights=c, lam=lam, variant=variant), "clarabel")
+    assert a.status == "optimal" and b.status == "optimal"
+    assert a.extras["oracle"] == "preference groups" and a.extras["n_pairs"] == pairs.n_pairs
+    assert abs(a.objective - b.objective) <= a.gap_L + b.gap_L
+    assert np.abs(a.w - b.w).max() <= a.distance_bound + b.distance_bound
+    # every lower bound the solver recorded lies below the optimum (which Clarabel's objective bounds above)
+    assert a.history["dual_objective"].max() <= b.objective * (1.0 + 1e-12)
+    assert a.objective - a.gap_L <= b.objective * (1.0 + 1e-12)
+
+
+def test_warm_start_and_work_limit(log):
+    problem = click_problem(log, "propensity", lam=0.5)
+    cold = cr.solve(problem, "cutting_plane")
+    warm = cr.solve(problem.with_lam(0.55), "cutting_plane", warm_start=cold.w)
+    assert warm.status == "optimal"
+    with pytest.warns(cr.InaccurateSolutionWarning):
+        capped = cr.solve(problem, "cutting_plane", max_iter=2)
+    assert capped.status == "user_limit" and capped.extras["oracle_calls"] <= 2
+
+
+def test_the_door_routes_and_refuses(log, monkeypatch):
+    problem = click_problem(log, "propensity", lam=0.1, variant=Variant(loss="squared_hinge", l1=0.01))
+    with pytest.raises(SolverNotAvailableError, match="'prox_newton' reads graded documents"):
+        cr.solve(problem, "prox_newton")
+    margins = click_problem(log, "propensity", lam=0.1, variant=Variant(margin="grade_difference"))
+    with pytest.raises(ValidationError, match="margins 1 only"):
+        cr.solve(margins, "cutting_plane")
+    with pytest.raises(ValidationError, match="options of the graded pair-free oracle"):
+        cr.solve(click_problem(log, "propensity"), "cutting_plane", oracle_threads=2)
+    from cvxrank.native.cutting_plane import _solve as graded_backend
+
+    with pytest.raises(ValidationError, match="through cvxrank.solve"):
+        graded_backend(click_problem(log, "propensity"))
+    import cvxrank.solvers.registry as registry
+
+    monkeypatch.setattr(registry, "AUTO_PAIRFREE_PAIRS", 10)
+    assert choose_solver(click_problem(log, "propensity")) == "cutting_plane"
+    assert choose_solver(click_problem(log, "propensity", variant=SQUARED)) == "truncated_newton"
+    assert choose_solver(problem) == "clarabel"  # l1: no pair-free solver reads groups with it
+
+
+def test_memory_is_checked_before_allocating(log):
+    groups = click_groups(log)
+    try:
+        set_memory_budget(2_000)
+        with pytest.raises(MemoryBudgetError, match="pair-free oracle"):
+            DocumentOracle.from_groups(groups)
+        with pytest.raises(MemoryBudgetError):
+            click_groups(log)
+    finally:
+        set_memory_budget(None)
