@@ -45,7 +45,6 @@ import importlib
 _EXPORTS = {
     "ClickLog": "cvxrank.clicks", "click_pairs": "cvxrank.clicks", "click_problem": "cvxrank.clicks",
     "make_clicks": "cvxrank.clicks", "read_clicks": "cvxrank.clicks", "write_clicks": "cvxrank.clicks",
-    "ClickRankSVM": "cvxrank.estimators",
     "MemoryBudgetError": "cvxrank._memory", "set_memory_budget": "cvxrank._memory",
     "Costs": "cvxrank.costs", "DEFAULT_LAM": "cvxrank.costs", "balanced_mu": "cvxrank.costs", "estimate_tau": "cvxrank.costs",
     "pair_weights": "cvxrank.costs", "theorem1_C": "cvxrank.costs",
@@ -86,7 +85,6 @@ __all__ = [
     "DEFAULT_LAM",
     "Certificate",
     "ClickLog",
-    "ClickRankSVM",
     "Costs",
     "CvxrankError",
     "Formulation",

@@ -19,7 +19,7 @@ PUBLIC = {
     "hinge_objective", "load_letor", "make_ecml_simulation", "make_ohsumed_like", "make_pairs", "make_ranking",
     "make_web_like", "pair_weights", "preference_pairs", "qp_objective", "solve", "set_memory_budget",
     "theorem1_C", "verify_theorem1",
-    "ClickLog", "ClickRankSVM", "click_pairs", "click_problem", "make_clicks", "read_clicks", "write_clicks",
+    "ClickLog", "click_pairs", "click_problem", "make_clicks", "read_clicks", "write_clicks",
 }
 
 #: L = 2λM and the sums behind a certificate agree to this relative rounding.
