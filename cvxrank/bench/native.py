@@ -35,6 +35,7 @@ import tracemalloc
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from cvxrank._args import positive_ints, split
 from cvxrank._io import write_json
@@ -57,9 +58,13 @@ EPILOG = """examples:
   cvxrank bench native --instances floor --floor-data web --floor-lams 500 --floor-methods cutting_plane \
       --floor-dtype float32                              # X in float32: peak RSS against the float64 X
   cvxrank bench native --instances scaling --oracle-threads 1,2   # the oracle in 1 and 2 threads side by side
+  cvxrank bench native --instances shapes                # real sample, make_ranking, sparse 20k x 20k, one huge
+                                                         # query, heavy ties at lambda 0.05..500, in floor passes
 """
 
-INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "elastic", "floor")
+INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "elastic", "floor", "shapes")
+#: The shapes of the shapes instance (real sample, make_ranking, sparse 20k x 20k, one huge query, heavy ties).
+SHAPES = ("letor", "make_ranking", "sparse_wide", "one_query", "ties")
 #: The variants of the elastic instance: an l1 weight as a fraction of the one that makes w = 0 optimal, bounds.
 ELASTIC_VARIANTS = ("l1", "lower0", "l1+lower0", "l1+signs")
 #: The real sample the elastic instance also solves (cvxrank's LETOR reader), when it is there.
@@ -146,6 +151,14 @@ def add_arguments(parser) -> None:
                         help="floor: the oracle's sweeps, any of auto,compiled,numpy (PairFreeOracle kernel, default "
                              "auto: compiled when built); several values are measured side by side in this process; "
                              "the other instances use auto")
+    parser.add_argument("--shapes", default=",".join(SHAPES), metavar="S1,S2",
+                        help=f"shapes: which data shapes (any of {','.join(SHAPES)}; default all)")
+    parser.add_argument("--shapes-lams", default="0.05,0.5,5,500", metavar="L1,L2",
+                        help="shapes: values of lambda (default 0.05,0.5,5,500)")
+    parser.add_argument("--shapes-repeat", type=int, default=2,
+                        help="shapes: solves per (shape, lambda); the median time and the spread are reported (default 2)")
+    parser.add_argument("--shapes-time-limit", type=float, default=60.0,
+                        help="shapes: seconds per solve, a safety net (status user_limit; default 60)")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -927,6 +940,133 @@ def _floor(args, tau, mu):
     return rows, meta
 
 
+# -- shapes: the data people have --------------------------------------------------------
+def _sparse_wide(seed: int, n_documents: int = 20_000, n_features: int = 20_000, per_row: int = 30,
+                 per_query: int = 100):
+    """Sparse high-dimensional data: CSR ``n_documents x n_features`` with about ``per_row`` non-zeros a row, queries
+    of ``per_query`` documents, 3 grades cut at each query's quantiles of a noisy linear score (no dense draw)."""
+    from cvxrank.data import RankingData
+
+    rng = np.random.default_rng(seed)
+    nnz = n_documents * per_row
+    rows = np.repeat(np.arange(n_documents), per_row)
+    cols = rng.integers(0, n_features, nnz)
+    X = sp.csr_matrix((rng.standard_normal(nnz), (rows, cols)), shape=(n_documents, n_features))
+    X.sum_duplicates()
+    latent = X @ rng.standard_normal(n_features) + 0.5 * rng.standard_normal(n_documents)
+    qid = np.arange(n_documents) // per_query
+    y = np.zeros(n_documents, dtype=np.int64)
+    for q in range(qid[-1] + 1):
+        idx = np.flatnonzero(qid == q)
+        y[idx] = np.searchsorted(np.quantile(latent[idx], [1 / 3, 2 / 3]), latent[idx])
+    return RankingData(X, y=y, qid=qid)
+
+
+def _shape_data(name: str, seed: int):
+    """``(label, data)`` of a shape, or ``(label, None)`` when its file is missing."""
+    from cvxrank.data import RankingData, load_letor
+    from cvxrank.datasets import make_ranking
+
+    if name == "letor":
+        if not os.path.exists(LETOR_SAMPLE):
+            return f"real sample ({LETOR_SAMPLE} missing: skipped)", None
+        return "real sample (train.letor)", load_letor(LETOR_SAMPLE)
+    if name == "make_ranking":
+        return "make_ranking 100 q x 20-60 docs, 50 f", make_ranking(n_queries=100, docs_per_query=(20, 60),
+                                                                      n_features=50, random_state=seed)
+    if name == "sparse_wide":
+        return "sparse 20k docs x 20k f, ~30 nnz/row", _sparse_wide(seed)
+    if name == "one_query":
+        return "one query of 20,000 docs, 20 f", make_ranking(n_queries=1, docs_per_query=(20_000, 20_000),
+                                                               n_features=20, random_state=seed)
+    data = make_ranking(n_queries=100, docs_per_query=(20, 60), n_features=50, random_state=seed)
+    return "heavy ties (make_ranking, X rounded)", RankingData(np.round(data.X), y=data.y, qid=data.qid)
+
+
+def _svmrank_note() -> str | None:
+    """None when ``svm_rank_learn`` is on the PATH, else why the SVMrank column is empty (never downloaded)."""
+    import shutil
+
+    if shutil.which("svm_rank_learn"):
+        return None
+    return "svm_rank_learn is not on the PATH: the SVMrank column is skipped (the benchmark never downloads it)"
+
+
+def _run_svmrank(data, lam, tol, workdir):
+    """SVMrank (Joachims) on ``data`` at the same objective: ``-c`` per query is ``C #queries`` with ``C = 1/(2λ)``
+    per pair (μ = 1 only, SVMrank's own loss); seconds of ``svm_rank_learn`` and its ``w``."""
+    import subprocess
+
+    from cvxrank.data import save_letor
+
+    path = os.path.join(workdir, "train.dat")
+    save_letor(data, path)
+    c = data.n_queries / (2.0 * lam)
+    t0 = time.perf_counter()
+    subprocess.run(["svm_rank_learn", "-c", repr(c), "-e", repr(tol), "-l", "1", path,
+                    os.path.join(workdir, "model")], check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def _shapes(args, tau, mu):
+    """The native solver on the shapes of data people have, through the one door, in floor passes of this process."""
+    import tempfile
+
+    from cvxrank.costs import check_lam
+    from cvxrank.native import cost_table
+    from cvxrank.problem import RankingProblem
+    from cvxrank.solvers import solve
+
+    lams = [check_lam(float(x)) for x in split(args.shapes_lams) or []]
+    note = _svmrank_note()
+    rows = []
+    print("\n== shapes: solve(problem, 'cutting_plane', tol) through the door; floor p. = time / one floor pass "
+          "(X w, X^T v, argsort of m) of this process; fixed = door time - the solver's own time (checks, cost table, oracle, certificate)")
+    if note:
+        print(f"  {note}")
+    print(f"  {'shape':40s} {'lambda':>7s} {'time':>9s} {'spread':>7s} {'calls':>6s} {'floor p.':>9s} {'fixed':>8s} "
+          f"{'1 pass':>8s} {'rel gap':>8s}  bar (100 floor p. + 20 ms)")
+    for name in split(args.shapes) or []:
+        label, data = _shape_data(name, args.seed)
+        if data is None:
+            print(f"  {label}")
+            continue
+        costs = cost_table(data, tau, mu)
+        one = _floor_pass(data.X)  # X w, Xᵀ v and an argsort of the m scores: the least an oracle call does
+        print(f"  {label}: {data.n_documents:,} documents, {data.n_features} features, {costs.total_pairs:,} pairs",
+              flush=True)
+        for lam in lams:
+            problem = RankingProblem(data, tau=tau, mu=mu, lam=lam)
+            times, own, res = [], [], None
+            for _ in range(args.shapes_repeat):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    t0 = time.perf_counter()
+                    res = solve(problem, "cutting_plane", tol=args.tol, time_limit=args.shapes_time_limit)
+                    times.append(time.perf_counter() - t0)
+                    own.append(float(res.solve_time))
+            t = float(np.median(times))
+            fixed = float(np.median(np.subtract(times, own)))
+            bar = t <= 100 * one + 0.020 and res.status == "optimal"
+            row = {"instance": "shapes", "shape": name, "label": label, "lam": lam, "seconds": t,
+                   "seconds_each": times, "oracle_calls": int(res.extras["oracle_calls"]), "eval_seconds": one,
+                   "floor_passes": t / one, "fixed_seconds": fixed, "relative_gap": float(res.relative_gap),
+                   "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs)}
+            if note is None and (mu is None or mu == "none"):
+                with tempfile.TemporaryDirectory() as tmp:
+                    row["svmrank_seconds"] = _run_svmrank(data, lam, 1e-3, tmp)
+            rows.append(row)
+            spread = (max(times) - min(times)) / t if t > 0 else 0.0
+            print(f"  {'':40s} {lam:7g} {t:8.3f}s {spread:6.0%} {row['oracle_calls']:6d} {row['floor_passes']:9.1f} "
+                  f"{fixed * 1e3:6.1f}ms {one * 1e3:6.2f}ms {row['relative_gap']:8.1e}  "
+                  f"{'MET' if bar else 'missed'} ({res.status})", flush=True)
+        del data
+        gc.collect()
+    met = sum(r["bar"] for r in rows)
+    print(f"  bar met on {met} of {len(rows)} (shape, lambda)")
+    return rows, {"instance": "shapes", "tol": args.tol, "svmrank": note or "run"}
+
+
 def check_args(args) -> tuple[list, set, float, object]:
     """Refuse any option no run could use, in one line, before the first instance is generated (each
     option is checked whether or not the instances asked for read it); return the instances, the
@@ -976,6 +1116,13 @@ def check_args(args) -> tuple[list, set, float, object]:
         raise ValidationError(f"--floor-methods takes {', '.join(FLOOR_METHODS)}, got {args.floor_methods!r}")
     oracle_threads(args.oracle_threads)
     _kernels(args.kernel)
+    bad = [v for v in (split(args.shapes) or []) if v not in SHAPES]
+    if bad or not split(args.shapes):
+        raise ValidationError(f"--shapes takes {', '.join(SHAPES)}, got {args.shapes!r}")
+    for value in number_list("shapes-lams", args.shapes_lams, Interval()):
+        check_lam_option("shapes-lams", value)
+    check_option("shapes-repeat", args.shapes_repeat, POSITIVE_INT)
+    check_option("shapes-time-limit", args.shapes_time_limit, POSITIVE)
     check_outputs([args.json])  # before the run, not after it
     return instances, skip, lam, costs
 
@@ -997,6 +1144,8 @@ def run(args) -> int:
             rows, meta = _elastic(args, tau, mu, lam)
         elif name == "floor":
             rows, meta = _floor(args, tau, mu)
+        elif name == "shapes":
+            rows, meta = _shapes(args, tau, mu)
         elif name == "ohsumed":
             data = make_ohsumed_like(n_queries=args.ohsumed_queries, random_state=args.seed)
             refs = [r for r in REFERENCES if r not in skip]
