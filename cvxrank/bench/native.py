@@ -35,7 +35,6 @@ import tracemalloc
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from cvxrank._args import positive_ints, split
 from cvxrank._io import write_json
@@ -945,6 +944,8 @@ def _sparse_wide(seed: int, n_documents: int = 20_000, n_features: int = 20_000,
                  per_query: int = 100):
     """Sparse high-dimensional data: CSR ``n_documents x n_features`` with about ``per_row`` non-zeros a row, queries
     of ``per_query`` documents, 3 grades cut at each query's quantiles of a noisy linear score (no dense draw)."""
+    import scipy.sparse as sp
+
     from cvxrank.data import RankingData
 
     rng = np.random.default_rng(seed)
