@@ -32,7 +32,8 @@ def loaded_after(argvs):
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["bench", "--help"], ["bench", "path", "--help"],
-                                  ["fit", "--help"], ["compare", "--help"], ["simulate", "--help"]])
+                                  ["fit", "--help"], ["compare", "--help"], ["simulate", "--help"],
+                                  ["clicks", "--help"]])
 def test_parser_loads_no_heavy_module(argv):
     assert loaded_after([argv]) == []
 

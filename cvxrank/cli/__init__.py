@@ -38,7 +38,7 @@ USER_ERRORS = (CvxrankError, OSError, MemoryError)
 __all__ = ["main", "build_parser", "commands"]
 
 #: Order in ``cvxrank --help``; command modules not listed here follow alphabetically.
-ORDER = ("demo", "fit", "predict", "evaluate", "verify", "simulate", "cv", "compare", "bench")
+ORDER = ("demo", "fit", "predict", "evaluate", "verify", "simulate", "clicks", "cv", "compare", "bench")
 
 
 def commands() -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from cvxrank._validation import check
 from cvxrank.cli._common import MAX_ITER, parse_mu, parse_tau
+from cvxrank.exceptions import ValidationError
 
 HELP = "fit a ranker on a LETOR file and save it as a JSON model"
 EPILOG = """examples:
@@ -26,15 +27,33 @@ EPILOG = """examples:
   cvxrank fit train.letor --model m.json --method cs-rglist --pcf 2 --C 10
   cvxrank fit train.letor --model m.json --solver osqp --formulation dual --tol 1e-4
   cvxrank fit big.letor --model m.json --solver cutting_plane --dtype float32   # X in float32: half the memory
+  cvxrank fit docs.letor --clicks clicks.txt --model m.json                 # Propensity SVM-Rank, eta by EM
+  cvxrank fit docs.letor --clicks clicks.txt --model m.json --propensities 1 --clip 10
+
+With --clicks LOG, TRAIN holds the documents the click log shows (its doc:ROW fields are 0-based rows
+of TRAIN; grades are not used) and the ranker is cvxrank.estimators.ClickRankSVM: each clicked document
+preferred to the others of its session, weighted 1/p of its position (Joachims et al., WSDM 2017),
+or --rule skip_above (Joachims 2002). The click-log format: docs/clicks.md.
 """
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("train", metavar="TRAIN", help="training data: a LETOR/SVMlight file with qid")
     parser.add_argument("--model", metavar="PATH", required=True, help="where to write the JSON model")
-    parser.add_argument("--method", default="ranksvm",
+    parser.add_argument("--method",
                         help="ranksvm (default), cs-ranksvm, rsvm-ir-rank, rsvm-ir-query, rsvm-ir-qp, rsvm-ir-gd, "
                              "listmle, cs-rglist")
+    clicks = parser.add_argument_group("learning from clicks")
+    clicks.add_argument("--clicks", metavar="LOG", help="train on this click log (TRAIN: the documents it shows)")
+    clicks.add_argument("--rule", choices=("propensity", "skip_above"),
+                        help="pairs from clicks (default propensity: clicked > every other shown document, weight 1/p)")
+    clicks.add_argument("--propensities", metavar="estimate|log|ETA",
+                        help="p_k: estimate (default, by --estimator), log (the log's p: fields) or ETA of (1/k)^ETA")
+    clicks.add_argument("--estimator", choices=("em",), help="propensity estimator (default em; swap interventions "
+                        "need their own log and ranker: cvxrank.estimators.ClickRankSVM.fit)")
+    clicks.add_argument("--clip", type=float, help="clip the weights 1/p at this value (>= 1)")
+    clicks.add_argument("--normalize", action="store_true",
+                        help="lambda per unit of mean weighted loss (the weights divided by their sum)")
     parser.add_argument("--verbose", action="store_true",
                         help="show the solver's progress (a CVXPY solver's own log, a line per certificate check "
                              "of the native solvers)")
@@ -116,7 +135,75 @@ def _variant_params(args, params: dict) -> None:
             params.pop(flag, None)
 
 
+def _click_params(args) -> dict:
+    """The ClickRankSVM parameters of ``--clicks`` and its options; options of graded methods refused."""
+    graded = [flag for flag, value in (("--method", args.method), ("--tau", args.tau), ("--mu", args.mu),
+                                       ("--pcf", args.pcf), ("--margin", args.margin), ("--seed", args.seed))
+              if value is not None]
+    if graded:
+        raise ValidationError(f"{', '.join(graded)} {'is' if len(graded) == 1 else 'are'} for graded data; with "
+                              "--clicks the ranker is ClickRankSVM (--rule, --propensities, --clip, --normalize)")
+    params = {k: v for k, v in ranker_params(args).items() if k in ("lam", "C", "solver", "formulation", "tol",
+                                                                      "max_iter", "loss", "l1", "lower", "upper")}
+    if params.keys() & {"loss", "l1", "lower", "upper"}:
+        raise ValidationError("--loss, --l1, --lower and --upper are for graded data; ClickRankSVM solves the "
+                              "papers' hinge problem")
+    if args.rule is not None:
+        params["rule"] = args.rule
+    if args.propensities is not None:
+        text = args.propensities.strip().lower()
+        if text in ("estimate", "log"):
+            params["propensities"] = text
+        else:
+            try:
+                params["propensities"] = float(text)
+            except ValueError:
+                raise ValidationError(f"--propensities must be estimate, log or a number eta >= 0, got "
+                                      f"{args.propensities!r}") from None
+    if args.estimator is not None:
+        params["estimator"] = args.estimator
+    if args.clip is not None:
+        params["clip"] = args.clip
+    if args.normalize:
+        params["normalize"] = True
+    return params
+
+
+def _run_clicks(args) -> int:
+    """``fit --clicks``: ClickRankSVM on the click log, the documents from TRAIN."""
+    import numpy as np
+
+    from cvxrank._io import check_outputs
+    from cvxrank.clicks import read_clicks
+    from cvxrank.data import load_letor
+    from cvxrank.estimators import ClickRankSVM
+
+    check_outputs([args.model], [args.train, args.clicks])
+    model = ClickRankSVM(**_click_params(args), **({"verbose": True} if args.verbose else {}))
+    documents = load_letor(args.train, dtype=np.dtype(args.dtype))
+    log = read_clicks(args.clicks, documents)
+    model.fit(log)
+    s = model.result_
+    print(f"ClickRankSVM ({model.rule}) on {args.clicks}: {model.n_sessions_} sessions, {model.n_clicks_} clicks, "
+          f"{model.n_pairs_} pairs over {documents.n_documents} documents of {args.train}")
+    if model.eta_ is not None:
+        print(f"propensities: p_k = (1/k)^{model.eta_:.4g}"
+              + (" (estimated)" if model.propensity_estimate_ is not None else ""))
+    print(f"solver {s.solver} ({s.formulation}): status {s.status}, certified relative gap {s.relative_gap:.2e}, "
+          f"{s.setup_time + s.solve_time:.2f} s")
+    model.save(args.model)
+    print(f"wrote {args.model}")
+    print(status_line(model.result_))
+    return 3 if model.result_.status == "user_limit" else 0
+
+
 def run(args) -> int:
+    if args.clicks is not None:
+        return _run_clicks(args)
+    for flag in ("rule", "propensities", "estimator", "clip", "normalize"):
+        if getattr(args, flag) not in (None, False):
+            raise ValidationError(f"--{flag} is for click logs: give --clicks LOG")
+    args.method = args.method or "ranksvm"
     import numpy as np
 
     from cvxrank.data import load_letor

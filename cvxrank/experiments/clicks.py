@@ -49,19 +49,13 @@ from cvxrank.data import RankingData
 from cvxrank.datasets import make_ranking
 from cvxrank.estimators import ClickRankSVM, RankSVM
 from cvxrank.exceptions import CvxrankError, ValidationError
+from cvxrank.experiments._defaults import CLICK_ETAS, CLICK_LAM, CLICK_SESSIONS
 from cvxrank.metrics import ndcg_score
 from cvxrank.problem import RankingProblem
 
 __all__ = ["CLICK_ETAS", "CLICK_LAM", "CLICK_MODELS", "CLICK_MODEL_LABELS", "CLICK_SESSIONS", "ClickExperimentResult",
            "make_click_data", "mean_relevant_rank", "run_click_experiment"]
 
-#: ``η`` of the paper's severity-of-bias axis, 0.5 (mild) to 2 (severe).
-CLICK_ETAS = (0.5, 1.0, 2.0)
-#: Sessions per click log, growing (each a fresh simulation).
-CLICK_SESSIONS = (1000, 4000, 16000)
-#: ``λ`` per unit of mean weighted hinge loss, the same for every model: chosen on a validation
-#: split of the training queries (docs/clicks.md, "Reproduction").
-CLICK_LAM = 3.0
 #: Every model the experiment knows, in report order; the first two are trained once.
 CLICK_MODELS = ("production", "full_information", "naive", "skip_above", "propensity_true", "propensity_estimated")
 #: The click models trained by default (``skip_above`` is optional).

@@ -131,6 +131,7 @@ def plot_click_experiments(frame, axes=None, *, metric: str = "ndcg"):
     for ax in axes[1:]:
         ax.set_ylabel("")
     handles, labels = axes[0].get_legend_handles_labels()
-    axes[0].figure.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), frameon=False,
-                          fontsize="small")
+    # two columns a panel: a one-panel figure is too narrow for the six entries in one row
+    axes[0].figure.legend(handles, labels, loc="outside lower center", ncol=max(1, min(len(labels), 2 * len(axes))),
+                          frameon=False, fontsize="small")
     return axes
