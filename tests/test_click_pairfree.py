@@ -108,6 +108,21 @@ def test_oracle_is_the_explicit_pairs(request, fixture, ws):
         Hu = 2.0 * (pairs.P.T @ ((c * (m < 1)) * (pairs.P @ u)))
         np.testing.assert_allclose(oracle.gradient(q.hessian_product(u[oracle.documents])),
                                    log.documents.X.T @ Hu, rtol=1e-11, atol=1e-11 * scale)
+        for delta in (0.5, 0.25):  # the Huber-smoothed hinge of the Newton phase and its dual point
+            sm = oracle.smoothed_scores(oracle.scores(w), delta)
+            r = 1.0 - m
+            V, B = m < 1.0 - delta, (m >= 1.0 - delta) & (m < 1.0)
+            alpha = c * np.clip(r / delta, 0.0, 1.0)
+            assert sm.loss == pytest.approx(loss, rel=1e-12, abs=1e-12 * scale)
+            assert sm.smoothed == pytest.approx(c[V] @ (r[V] - delta / 2) + c[B] @ r[B] ** 2 / (2 * delta),
+                                                rel=1e-12, abs=1e-12 * scale)
+            assert sm.alpha_sum == pytest.approx(alpha.sum(), rel=1e-12)
+            assert sm.band >= int(B.sum()) and (sm.band > 0) == bool(B.any())  # group form: merged pairs count per group
+            np.testing.assert_allclose(oracle.gradient(sm.score_alpha), pairs.rmatvec(alpha), rtol=1e-12,
+                                       atol=1e-12 * scale)
+            HBu = pairs.P.T @ ((c * B / delta) * (pairs.P @ u))
+            np.testing.assert_allclose(oracle.gradient(sm.hessian_product(u[oracle.documents])),
+                                       log.documents.X.T @ HBu, rtol=1e-11, atol=1e-11 * scale / delta)
     if fixture == "grid_log":
         assert boundary > 0 and ties > 0  # the exact test was exercised at margins of exactly 1 and 0
 
@@ -143,11 +158,13 @@ def test_problem_forms_no_pair_until_asked(log):
         cr.RankingProblem(click_groups(log), mu="balanced")
 
 
-@pytest.mark.parametrize("solver, variant", [("cutting_plane", None), ("truncated_newton", SQUARED)])
+@pytest.mark.parametrize("solver, variant, options", [("cutting_plane", None, {}),
+                                                      ("cutting_plane", None, {"newton_gap": None}),
+                                                      ("truncated_newton", SQUARED, {})])
 @pytest.mark.parametrize("lam", [0.05, 5.0])
-def test_pairfree_training_is_the_explicit_solve(log, solver, variant, lam):
+def test_pairfree_training_is_the_explicit_solve(log, solver, variant, options, lam):
     problem = click_problem(log, "propensity", lam=lam, clip=5.0, variant=variant)
-    a = cr.solve(problem, solver, tol=1e-7)
+    a = cr.solve(problem, solver, tol=1e-7, **options)
     assert not problem.has_pairs  # the pair-free solve formed none
     pairs, c = _explicit(log, 5.0)
     b = cr.solve(cr.RankingProblem(pairs, weights=c, lam=lam, variant=variant), "clarabel")

@@ -51,7 +51,7 @@ from cvxrank.exceptions import ValidationError
 from cvxrank.native.variant_oracle import SquaredHingeResult
 from cvxrank.preference_groups import PreferenceGroups
 
-__all__ = ["DocumentOracle", "DocumentOracleResult", "MEMBER_BYTES"]
+__all__ = ["DocumentOracle", "DocumentOracleResult", "MEMBER_BYTES", "SmoothedResult"]
 
 _EPS = np.finfo(np.float64).eps
 
@@ -87,6 +87,43 @@ class DocumentOracleResult:
     rounding: float
 
 
+@dataclass(frozen=True, eq=False)
+class SmoothedResult:
+    """The Huber-smoothed hinge of width ``δ`` at one score vector, with the exact hinge and a dual point.
+
+    With ``m_ij = s_i - s_j``, the band ``B = {1 - δ <= m < 1}`` and ``V = {m < 1 - δ}``, the dual point
+    ``α_ij = a_i min(1, max(0, (1 - m_ij)/δ))`` lies in the box ``[0, c]`` of the hinge's dual (19).
+
+    Attributes
+    ----------
+    loss : float
+        The exact hinge loss ``Σ a_i [1 - m_ij]_+``.
+    smoothed : float
+        ``Σ_V a_i (1 - m_ij - δ/2) + Σ_B a_i (1 - m_ij)² / (2δ)``.
+    alpha_sum : float
+        ``Σ α_ij``.
+    alpha_square : float
+        ``Σ α_ij² / a_i`` (the smoothed problem's dual term, ``(δ/2)`` times it).
+    score_alpha : ndarray of shape (n_documents,)
+        ``Pᵀ α`` (``+α`` at the better document, ``-α`` at the worse): ``Σ α_ij d_ij = Xᵀ`` of it, and
+        minus the smoothed loss's score gradient.
+    band : int
+        Pairs in ``B`` (group form).
+    """
+
+    loss: float
+    smoothed: float
+    alpha_sum: float
+    alpha_square: float
+    score_alpha: np.ndarray
+    band: int
+    _hessian: object = None
+
+    def hessian_product(self, u) -> np.ndarray:
+        """``H u`` for the smoothed loss's Hessian in scores ``H = Σ_B (a_i/δ) (e_i - e_j)(e_i - e_j)ᵀ``."""
+        return self._hessian(np.asarray(u, dtype=np.float64))
+
+
 class _Block:
     """The groups of one size ``L``: ``doc`` (local document of each member) and ``a`` (its weight), ``(G, L)``."""
 
@@ -97,23 +134,32 @@ class _Block:
 
 
 class _Sorted:
-    """One block at one score vector: the rows sorted, the ranges ``J`` and ``K`` of every position."""
+    """One block at one score vector: the rows sorted, the ranges ``J`` and ``K`` of every position (at the
+    margin 1 and, with ``inner``, at the margin ``inner < 1``: ``lo_in``, ``hi_in``)."""
 
-    __slots__ = ("doc", "a", "x", "n", "lo", "hi", "a_hi")
+    __slots__ = ("doc", "a", "x", "n", "lo", "hi", "a_hi", "lo_in", "hi_in")
 
-    def __init__(self, block: _Block, s: np.ndarray):
+    def __init__(self, block: _Block, s: np.ndarray, inner: float | None = None):
         S = s[block.doc]
         o = np.argsort(S, axis=1, kind="stable")
         S = np.take_along_axis(S, o, axis=1)
         self.doc = np.take_along_axis(block.doc, o, axis=1)
         self.a = np.take_along_axis(block.a, o, axis=1)
-        G, L = S.shape
         self.lo = _first_within(S)
-        counts = np.bincount((np.arange(G)[:, None] * L + self.lo).ravel(), minlength=G * L).reshape(G, L)
-        self.hi = np.cumsum(counts, axis=1)  # #{k : lo_k <= p}: the end of K_p
-        self.n = L - self.lo  # |J_p|, the self term included
+        self.hi = _ends(self.lo)  # #{k : lo_k <= p}: the end of K_p
+        self.n = S.shape[1] - self.lo  # |J_p|, the self term included
         self.x = S - S[:, :1]  # the losses are invariant to a shift per group: smaller terms
         self.a_hi = _prefix(self.a, self.hi)  # Σ_{k ∈ K_p} a_k, the self term included
+        if inner is not None:
+            self.lo_in = _first_within(S, inner, self.lo)
+            self.hi_in = _ends(self.lo_in)
+
+
+def _ends(lo: np.ndarray) -> np.ndarray:
+    """``#{k : lo[r, k] <= p}`` for every ``(r, p)``: the end of the run of ``k`` that do not beat ``p``."""
+    G, L = lo.shape
+    counts = np.bincount((np.arange(G)[:, None] * L + lo).ravel(), minlength=G * L).reshape(G, L)
+    return np.cumsum(counts, axis=1)
 
 
 def _prefix(values: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -130,20 +176,21 @@ def _suffix(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     return cum[:, -1:] - np.take_along_axis(cum, start, axis=1)
 
 
-def _first_within(S: np.ndarray) -> np.ndarray:
-    """For rows sorted ascending: the first ``k <= p`` with ``S[r, p] - S[r, k] < 1``, for every ``(r, p)``.
+def _first_within(S: np.ndarray, margin: float = 1.0, start=None) -> np.ndarray:
+    """For rows sorted ascending: the first ``k <= p`` with ``S[r, p] - S[r, k] < margin``, for every ``(r, p)``
+    (``start``: a lower bound on the answer, e.g. the answer at a larger margin).
 
     An exact binary search on the test itself (it fails, then holds, along ``k``, and holds at ``k = p``):
     the positions are those of the same floating-point test on every pair, ties and differences of
     exactly 1 included.
     """
     G, L = S.shape
-    lo = np.zeros((G, L), dtype=np.int64)
+    lo = np.zeros((G, L), dtype=np.int64) if start is None else start.copy()
     hi = np.broadcast_to(np.arange(L, dtype=np.int64), (G, L)).copy()
     active = lo < hi
     while active.any():
         mid = (lo + hi) // 2
-        ok = (S - np.take_along_axis(S, mid, axis=1)) < 1.0
+        ok = (S - np.take_along_axis(S, mid, axis=1)) < margin
         hi = np.where(active & ok, mid, hi)
         lo = np.where(active & ~ok, mid + 1, lo)
         active = lo < hi
@@ -324,3 +371,54 @@ class DocumentOracle:
                     out.append((b.doc, 2.0 * h))
                 return self._scatter(out)
         return SquaredHingeResult(max(loss, 0.0), linear, grad, n_violated, _EPS * scale, hess)
+
+    # -- Huber-smoothed hinge --------------------------------------------------------------------
+    def smoothed_scores(self, s, delta: float) -> SmoothedResult:
+        """The smoothed hinge of width ``delta`` in ``(0, 1/2]`` at the score vector ``s``, the exact hinge and
+        the dual point of :class:`SmoothedResult`, with products by the smoothed Hessian in scores.
+
+        For a member ``i``: its ``V`` partners are the positions ``[lo'_i, L)`` (test ``s_i - s_j < 1 - δ``), its
+        band partners ``[lo_i, lo'_i)``; as the worse one, ``k ∈ [0, hi'_i)`` have ``i`` in their ``V``, and
+        ``k ∈ [hi'_i, hi_i)`` in their band. Every sum over them is a prefix sum of ``a``, ``a x`` or ``x``, ``x²``.
+        """
+        s = self._check_scores(s)
+        if not 0.0 < delta <= 0.5:
+            raise ValidationError(f"delta must be in (0, 1/2], got {delta!r}")
+        loss = smoothed = alpha_sum = alpha_square = 0.0
+        band = 0
+        parts, kept = [], []
+        for block in self._blocks:
+            b = _Sorted(block, s, 1.0 - delta)
+            x, a = b.x, b.a
+            d = 1.0 - x
+            nV = x.shape[1] - b.lo_in - 1  # V partners, the self term removed
+            nB = b.lo_in - b.lo
+            rV = nV * d + (_suffix(x, b.lo_in) - x)  # Σ_V (1 - m), self removed
+            SB1 = _suffix(x, b.lo) - _suffix(x, b.lo_in)
+            SB2 = _suffix(x * x, b.lo) - _suffix(x * x, b.lo_in)
+            rB = nB * d + SB1  # Σ_B (1 - m)
+            rB2 = nB * d * d + 2.0 * d * SB1 + SB2  # Σ_B (1 - m)²
+            loss += float(np.sum(a * (rV + rB)))
+            smoothed += float(np.sum(a * (rV - 0.5 * delta * nV + rB2 / (2.0 * delta))))
+            alpha_sum += float(np.sum(a * (nV + rB / delta)))
+            alpha_square += float(np.sum(a * (nV + rB2 / (delta * delta))))
+            band += int(np.sum((a > 0) * nB))
+            # as the worse one: k ∈ [0, hi') (self removed) at a_k, k ∈ [hi', hi) at a_k (1 - x_k + x_i)/δ
+            a_in = _prefix(a, b.hi_in) - a
+            a_band = b.a_hi - _prefix(a, b.hi_in)
+            ax_band = _prefix(a * x, b.hi) - _prefix(a * x, b.hi_in)
+            worse = a_in + ((1.0 + x) * a_band - ax_band) / delta
+            parts.append((b.doc, a * (nV + rB / delta) - worse))
+            kept.append((b, nB, a_band))
+        score_alpha = self._scatter(parts)
+
+        def hess(u):
+            out = []
+            for b, nB, a_band in kept:
+                U = u[b.doc]
+                band_sum = _suffix(U, b.lo) - _suffix(U, b.lo_in)
+                aU_band = _prefix(b.a * U, b.hi) - _prefix(b.a * U, b.hi_in)
+                out.append((b.doc, (b.a * (nB * U - band_sum) + (U * a_band - aU_band)) / delta))
+            return self._scatter(out)
+
+        return SmoothedResult(max(loss, 0.0), max(smoothed, 0.0), alpha_sum, alpha_square, score_alpha, band, hess)
