@@ -218,3 +218,26 @@ def test_memory_is_checked_before_allocating(log):
             click_groups(log)
     finally:
         set_memory_budget(None)
+
+
+def test_bench_clicks_runs_end_to_end_and_refuses_bad_options(tmp_path, capsys):
+    import json
+
+    from cvxrank.cli import main
+
+    out = tmp_path / "clicks.json"
+    assert main(["bench", "clicks", "--instances", "hard", "--hard", "4,12,20,3,8", "--hard-sessions", "300",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "== hard:" in text and "explicit form:" in text and "target (clicks within 2x" in text
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["solver"] for r in rows] == ["cutting_plane", "truncated_newton"]
+    for r in rows:
+        assert r["clicks_status"] == "optimal" and r["ratio"] == r["clicks_seconds"] / r["graded_seconds"]
+        assert r["documents"] <= 4 * 8 and r["click_pairs"] > 0
+    for argv, message in ((["--solvers", "prox_newton"], "--solvers takes any of cutting_plane,truncated_newton"),
+                          (["--hard", "4,30,20,3,8"], "--hard must be Q,MIN,MAX,N,K"),
+                          (["--sessions", "0"], "--sessions must be a positive integer")):
+        assert main(["bench", "clicks", *argv]) == 2
+        captured = capsys.readouterr()
+        assert captured.err.count("\n") == 1 and message in captured.err and captured.out == ""
