@@ -87,8 +87,10 @@ def reference(problem) -> np.ndarray:
         cons.append(w <= hi)
     if variant.constraints is not None:
         cons += variant.constraints(w)
-    cp.Problem(cp.Minimize(obj), cons).solve(solver="CLARABEL", tol_gap_abs=1e-14, tol_gap_rel=1e-14,
-                                              tol_feas=1e-14, max_iter=500)
+    with warnings.catch_warnings():  # "may be inaccurate" at 1e-14: the point is only used as a feasible point
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+        cp.Problem(cp.Minimize(obj), cons).solve(solver="CLARABEL", tol_gap_abs=1e-14, tol_gap_rel=1e-14,
+                                                  tol_feas=1e-14, max_iter=500)
     out = np.clip(np.asarray(w.value, dtype=np.float64), lo, hi)
     if variant.constraints is not None:
         out = exactly_feasible(out)
