@@ -104,11 +104,12 @@ def _instance(name, args):
 def _solve(problem, solver, tol):
     import warnings
 
-    import cvxrank as cr
+    from cvxrank.exceptions import InaccurateSolutionWarning
+    from cvxrank.solvers import solve
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cr.InaccurateSolutionWarning)
-        return cr.solve(problem, solver, tol=tol)
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        return solve(problem, solver, tol=tol)
 
 
 def _row(name, solver, clicks, graded, problem, graded_problem, groups_seconds):
@@ -163,9 +164,10 @@ def check_args(args):
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    import cvxrank as cr
     from cvxrank.clicks import click_problem
+    from cvxrank.data import RankingData
     from cvxrank.native.document_oracle import DocumentOracle
+    from cvxrank.problem import RankingProblem
     from cvxrank.study.report import environment
     from cvxrank.variants import Variant
 
@@ -182,8 +184,8 @@ def run(args) -> int:
             groups = problem.groups
             groups_seconds = time.perf_counter() - t0
             shown = DocumentOracle.from_groups(groups).documents  # the documents the click problem reads
-            graded = cr.RankingData(data.X[shown], data.y[shown], qid=data.qid[shown])
-            graded_problem = cr.RankingProblem(graded, lam=args.lam)
+            graded = RankingData(data.X[shown], data.y[shown], qid=data.qid[shown])
+            graded_problem = RankingProblem(graded, lam=args.lam)
             print(f"  click groups {groups.n_groups:,} ({groups.n_members:,} members, built in {groups_seconds:.1f} s); "
                   f"explicit form: {problem.n_pairs:,} pairs (counted, not formed); graded: {graded.n_documents:,} "
                   f"documents, {graded_problem.n_pairs:,} pairs", flush=True)
