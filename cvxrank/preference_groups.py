@@ -227,6 +227,11 @@ class PreferenceGroups:
                                   f"{int(np.asarray(worse)[i])}")
         return np.array(weights[order][at])
 
+    def total_weight(self) -> float:
+        """``Σ_i c_i`` over the pairs, without forming them: ``Σ_g Σ_{d ∈ g} a_{g,d} (|g| − 1)`` (merging identical
+        pairs across groups sums their weights, so the total is the same)."""
+        return float(np.dot(self.weight, self.sizes[self.group] - 1)) if self.n_members else 0.0
+
     def document_weights(self) -> np.ndarray:
         """``W_d = Σ_{pairs i ∋ d} c_i`` per document (as the better or the worse one), without forming pairs:
         ``Σ_g a_{g,d} (|g| - 1) + (A_g - a_{g,d})`` with ``A_g`` the total weight of group ``g``."""

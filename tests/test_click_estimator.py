@@ -92,6 +92,24 @@ def test_normalize_is_lambda_on_the_mean_loss(log):
     assert abs(scaled.result_.objective - ref.objective) <= scaled.result_.gap_L + ref.gap_L
 
 
+def test_a_pair_free_solver_trains_without_forming_the_pairs(log, monkeypatch):
+    """With a native solver the estimator reads the click groups (costs per document), never their pairs."""
+    from cvxrank.preference_groups import PreferenceGroups
+
+    explicit = ClickRankSVM(propensities=1.0, normalize=True).fit(log)  # Clarabel on the explicit pairs
+
+    def no_pairs(self):
+        raise AssertionError("the pairs were formed")
+
+    monkeypatch.setattr(PreferenceGroups, "pairs", no_pairs)
+    native = ClickRankSVM(propensities=1.0, normalize=True, solver="cutting_plane").fit(log)
+    a, b = explicit.result_, native.result_
+    assert b.status == "optimal" and native.weight_sum_ == pytest.approx(explicit.weight_sum_, rel=1e-12)
+    assert native.n_pairs_ == explicit.n_pairs_
+    assert abs(a.objective - b.objective) <= a.gap_L + b.gap_L
+    assert np.abs(a.w - b.w).max() <= a.distance_bound + b.distance_bound
+
+
 def test_the_true_eta_is_recorded(log):
     model = ClickRankSVM(propensities=2.0).fit(log)
     assert model.eta_ == 2.0

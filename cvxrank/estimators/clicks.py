@@ -282,7 +282,9 @@ class ClickRankSVM(_PairwiseRanker):
             table, eta, estimate = self._resolve_propensities(log, propensity_log, ranker)
             problem = click_problem(log, "propensity", lam=lam, propensities=table, clip=self.clip,
                                     merge=bool(self.merge))
-        weight_sum = float(problem.weights.sum())
+        # From the groups when the problem has them: reading problem.weights would form the pairs
+        groups = problem.groups
+        weight_sum = groups.total_weight() if groups is not None else float(problem.weights.sum())
         if self.normalize:
             problem = problem.with_lam(lam * weight_sum)
         solver = self._solver_name(problem)
