@@ -434,11 +434,11 @@ def run_click_experiment(train: RankingData, test: RankingData, *, etas=CLICK_ET
     columns = ["model", "eta", "n_sessions", "repeat", "ndcg", "mean_rank", "eta_used", "eta_se", "n_clicks",
                "n_pairs", "lam", "status", "relative_gap", "seconds"]
     frame = pd.DataFrame(rows).reindex(columns=columns)
-    frame["model"] = pd.Categorical(frame["model"], categories=[m for m in CLICK_MODELS
-                                                                if m in _FIXED or m in models], ordered=True)
-    frame = frame.sort_values(["model", "eta", "n_sessions", "repeat"], kind="stable", na_position="first")
-    frame["model"] = frame["model"].astype(str)
-    frame = frame.reset_index(drop=True)
+    # report order of the models (a plain integer key: pandas 2.0 warns when a Categorical is cast back to text)
+    order = {m: i for i, m in enumerate(CLICK_MODELS)}
+    frame = frame.assign(_order=frame["model"].map(order))
+    frame = frame.sort_values(["_order", "eta", "n_sessions", "repeat"], kind="stable", na_position="first")
+    frame = frame.drop(columns="_order").reset_index(drop=True)
     from cvxrank import __version__
 
     settings = {"dataset": dataset, "etas": list(etas), "n_sessions": list(n_sessions), "noise": noise, "top_k": top_k,
