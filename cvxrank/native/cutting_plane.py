@@ -170,7 +170,7 @@ def blas_threads(threads: int | None = 1):
 def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_000, time_limit: float | None = None,
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
                   stall_after: int = 200, keep_points: bool = False, threads: int | None = 1,
-                  verbose: bool = False, newton_gap: float | None = 0.1) -> CuttingPlaneRun:
+                  verbose: bool = False, newton_gap: float | None = 0.1, hessian_free: bool = False) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -213,6 +213,13 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         a problem with more than :data:`NEWTON_MAX_FEATURES` features (2,000) or whose dense
         ``n_features x n_features`` Hessians would not fit the memory budget
         (:func:`cvxrank._memory.newton_bytes`).
+    hessian_free : bool, default False
+        Run the Newton phase above :data:`NEWTON_MAX_FEATURES` features too, Hessian-free: conjugate gradients
+        with pair-free Hessian products, ``X`` kept as it is, no ``n x n`` matrix
+        (:mod:`cvxrank.native.band_operator`), when its memory
+        (:func:`~cvxrank.native.band_operator.hessian_free_bytes`) fits the budget. Off by default: on the sparse
+        20,000-feature instance of ``cvxrank bench native --instances shapes`` it was slower than the planes
+        alone (docs/native.md, "Measurements (2026-11-26): Hessian-free Newton").
 
     Returns
     -------
@@ -232,9 +239,14 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
             f"tol {tol:.1e} is below the relative gap float64 can certify on this problem (about {floor:.1e}); "
             "the solver stops there and reports the best certified gap",
             InaccurateSolutionWarning, stacklevel=2)
-    target = max(tol, floor)
+    # aim below tol: the door adds a rounding allowance to the certified gap (cvxrank.rounding), so a run that
+    # stopped just under tol could be judged above it (heavy ties, lambda 0.05: 9.997e-7 + 7.6e-10 relative)
+    target = max(tol * (1.0 - TOL_ROOM), floor)
+    if not isinstance(hessian_free, (bool, np.bool_)):
+        raise ValidationError(f"hessian_free must be True or False, got {hessian_free!r}")
     with blas_threads(threads):
-        newton = newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle.n_features) else None
+        newton = (newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle, hessian_free)
+                  else None)
         return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
                     stall_after, keep_points, verbose, newton)
 
@@ -246,13 +258,27 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
 NEWTON_MAX_FEATURES = 2000
 
 
-def _newton_fits(n_features: int) -> bool:
-    """Whether the Newton phase pays here: at most :data:`NEWTON_MAX_FEATURES` features, and its dense
-    Hessians and band fit the memory budget (else planes only)."""
+#: Share of ``tol`` left for the door's rounding allowance: the solver stops at ``(1 - TOL_ROOM) tol``.
+TOL_ROOM = 0.1
+
+
+def _newton_fits(oracle, hessian_free: bool = False) -> bool:
+    """Whether the Newton phase runs here: at most :data:`NEWTON_MAX_FEATURES` features with its dense Hessians
+    and band in the memory budget, or (``hessian_free``) more features with the Hessian-free phase's memory in the
+    budget (else planes only)."""
     from cvxrank._memory import fits_memory, newton_bytes
     from cvxrank.native.newton import BAND_BUDGET
 
-    return n_features <= NEWTON_MAX_FEATURES and fits_memory(newton_bytes(n_features, BAND_BUDGET))
+    n = oracle.n_features
+    if n <= NEWTON_MAX_FEATURES:
+        return fits_memory(newton_bytes(n, BAND_BUDGET))
+    if not hessian_free:
+        return False
+    from cvxrank.native.band_operator import hessian_free_bytes
+
+    X = oracle.X
+    nnz = X.nnz if hasattr(X, "nnz") else X.size
+    return fits_memory(hessian_free_bytes(oracle.n_documents, n, oracle._G, nnz))
 
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
@@ -288,13 +314,15 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         elapsed = time.perf_counter() - start
         history.append({"iteration": it, "objective": best_F, "dual_objective": lower, "relative_gap": rel,
                         "planes": bundle.size - 1, "rho": rho, "oracle_calls": calls, "time": elapsed})
-        if not newton_done and (rel <= newton_gap or null_step) and rel > target:
+        # Hessian-free (many features): only from newton_gap on; from the planes' first null step (relative gap
+        # near 1 on the sparse 20,000-feature instance) its damped steps made little progress
+        if not newton_done and (rel <= newton_gap or (null_step and n <= NEWTON_MAX_FEATURES)) and rel > target:
             from cvxrank.native.newton import smoothed_newton
 
             newton_done = True
             w_n, F_n, lower_n, w_l, evals, rows = smoothed_newton(
                 oracle, lam, best_w, upper=best_F, lower=lower, tol=tol, target=target, max_calls=max_iter - calls,
-                deadline=time_limit, verbose=verbose, start=start)
+                deadline=time_limit, verbose=verbose, start=start, hessian_free=n > NEWTON_MAX_FEATURES)
             for row in rows:
                 calls_row = calls + row["evaluations"]
                 history.append({"iteration": it, "objective": row["objective"], "dual_objective": row["dual_objective"],

@@ -56,6 +56,7 @@ import scipy.sparse as sp
 
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.band import band_pairs
+from cvxrank.native.band_operator import BandOperator, band_sums
 
 __all__ = ["BAND_BUDGET", "band_budget", "smoothed_newton"]
 
@@ -197,7 +198,7 @@ def _rows(oracle, ib, iw, root):
     return oracle._pair_rows(ib, iw, root)
 
 
-def _point(oracle, lam, w, delta, budget=None, fit=True):
+def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False):
     """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient, the band (a :class:`_Band`) and the dual bound ``L(α)``.
 
     One sort and two boundary searches: at ``s`` (``m_i < 1``) and at ``s / (1 - δ)`` (``m_i < 1 - δ``,
@@ -207,6 +208,9 @@ def _point(oracle, lam, w, delta, budget=None, fit=True):
     ``fit=False`` skips them where the band is expected to fit, as after a shrink). The bound comes as
     ``L = (L(α), Σ_i α_i d_i, Σ_{i∈B} α_i d_i)``: the last, the band's part, gives the path's tangent.
     Also returned: ``W_V``, ``g_V = Σ_V c_i d_i`` and the band's weights ``c`` (the jump of :func:`_jump`).
+
+    ``hessian_free=True`` (many features): no band rows; the band's sums come pair by pair in chunks and its
+    Hessian as products (:class:`~cvxrank.native.band_operator.BandOperator`), ``c`` and ``α`` are not kept.
     """
     s = oracle.scores(w)
     order = oracle._order(s)  # also sorts s / (1 - δ)
@@ -224,6 +228,8 @@ def _point(oracle, lam, w, delta, budget=None, fit=True):
     v = np.empty_like(v_o)
     v[order] = v_o
     del v_o, s_o
+    if hessian_free:
+        return _point_hessian_free(oracle, lam, w, s, order, delta, W_V, v, vs, p_out, p_in)
     ib, iw, c = band_pairs(oracle, order, p_out, p_in)
     root = np.sqrt(c / delta)
     Ds = _rows(oracle, ib, iw, root)  # rows sqrt(c_i / δ) d_i, float64: H = 2λI + Dsᵀ Ds
@@ -245,6 +251,23 @@ def _point(oracle, lam, w, delta, budget=None, fit=True):
             "alpha": alpha}
 
 
+def _point_hessian_free(oracle, lam, w, s, order, delta, W_V, v, vs, p_out, p_in):
+    """:func:`_point`'s numbers with the band summed in chunks (:func:`~cvxrank.native.band_operator.band_sums`) and
+    its Hessian as products: ``O(nnz(X) + m G)`` memory and work beyond the chunk, whatever the band's size."""
+    k, first, second, total, squares, v_B = band_sums(oracle, order, s, p_out, p_in, delta)
+    ww = lam * float(w @ w)
+    F = ww + max(W_V + vs + first, 0.0)
+    u_B = oracle.gradient(v_B)  # Σ_B α_i d_i
+    g_V = -oracle.gradient(v)  # Σ_V c_i d_i
+    u = g_V + u_B
+    lower = W_V + total - float(u @ u) / (4.0 * lam)
+    F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + second / (2.0 * delta)
+    smooth_gap = F_delta - lower + 0.5 * delta * (W_V + squares)
+    band = BandOperator(oracle, order, p_out, p_in, delta, lam, k)
+    return {"F": F, "Fd": F_delta, "grad": 2.0 * lam * w - u, "band": band, "L": (lower, u, u_B), "k": k,
+            "sg": smooth_gap, "delta": delta, "W_V": W_V, "g_V": g_V, "c": None, "root": None, "alpha": None}
+
+
 def _jump(lam, ev):
     """The hinge problem's minimiser over the band's dual variables, the rest held at the evaluation's values.
 
@@ -261,7 +284,7 @@ def _jump(lam, ev):
     """
     band, c, root = ev["band"], ev["c"], ev["root"]
     k = band.k
-    if k == 0 or k > JUMP_FEATURES * band.n or k * k > DENSE_ENTRIES:
+    if c is None or k == 0 or k > JUMP_FEATURES * band.n or k * k > DENSE_ENTRIES:
         return None
     D = band.Ds
     D = sp.csr_matrix(sp.diags(1.0 / root) @ D) if sp.issparse(D) else D / root[:, None]  # the differences d_i
@@ -315,7 +338,7 @@ def _box_qp(Q, b, c, x, max_iter=60):
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
                     budget: int | None = None, shrink: float = 15.0, stall_after: int = 20, max_backtrack: int = 12,
-                    verbose: bool = False, start=None, jump: bool = True):
+                    verbose: bool = False, start=None, jump: bool = True, hessian_free: bool = False):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``≤ target``.
 
     Parameters
@@ -345,10 +368,14 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         steps start from the tangent predictor above.
     stall_after : int, default 20
         Stop when neither the gap nor the best ``F`` has shrunk by 0.1 % in this many evaluations.
-    max_backtrack : int, default 5
-        Halvings of the step before the phase gives up (the Armijo test on
+    max_backtrack : int, default 12
+        Trials of the line search before the phase gives up (the Armijo test on
         ``F_δ`` failed: pairs outside the band changed side); the caller's
         cutting planes then go on.
+    hessian_free : bool, default False
+        Many features: no band rows, no budget and no ``n x n`` matrix; the band is summed in chunks and Newton
+        directions come from preconditioned conjugate gradients with pair-free Hessian products
+        (:mod:`cvxrank.native.band_operator`), solved to a relative residual that tightens with the smoothed gap.
 
     Returns
     -------
@@ -361,14 +388,16 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     w_best, F_best, w_lower = w, upper, None
     best_rel, since, F_seen = np.inf, 0, np.inf
     rel = (F_best - lower) / F_best
-    if budget is None:
+    if hessian_free:
+        budget = None  # the band's size costs nothing but its chunked sums
+    elif budget is None:
         budget = band_budget(oracle.n_documents, oracle.n_features)
     delta = float(min(0.5, max(np.sqrt(rel), 1e-8))) if delta is None else float(delta)
     if not 0.0 < delta <= 0.5:  # s / (1 - δ) must stay finite and above s
         raise ValidationError(f"delta must be in (0, 1/2], got {delta!r}")
     rows, calls = [], 0
 
-    ev = _point(oracle, lam, w, delta, budget)
+    ev = _point(oracle, lam, w, delta, budget, hessian_free=hessian_free)
     delta = ev["delta"]
     calls += 1
     jumped = None  # the band size of the last jump (one per band)
@@ -421,13 +450,16 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             k = ev["k"]
             factor = np.sqrt(0.3 * target * F_best / max(F_best - lower, 1e-300))
             smaller = delta * min(0.5, max(1.0 / shrink, factor, 2.0 * w.shape[0] / max(k, 1)))
-            w = w + (delta - smaller) / delta * band.solve(L[2])  # along the tangent of w(δ)
+            w = w + (delta - smaller) / delta * band.solve(L[2], tol=1e-4 if hessian_free else 1e-10)  # tangent
             # a narrower band than the last one, which fitted: only the evaluation's own check of the budget
-            ev = _point(oracle, lam, w, smaller, budget, fit=False)
+            ev = _point(oracle, lam, w, smaller, budget, fit=False, hessian_free=hessian_free)
             delta = ev["delta"]
             calls += 1
             continue
-        p = -band.solve(g)
+        if hessian_free:  # inexact Newton: the residual tightens as the smoothed problem is solved
+            p = -band.solve(g, tol=min(0.1, max(1e-8, np.sqrt(max(ev["sg"], 0.0) / max(F_best, 1e-300)))))
+        else:
+            p = -band.solve(g)
         decrement = -float(g @ p)
         if not decrement > 0:
             p, decrement = -g, float(g @ g)  # a solve that lost descent (CG, rounding): the gradient
@@ -435,7 +467,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         t, accepted = 1.0, False
         for _ in range(max_backtrack + 1):
             x = w + t * p
-            ex = _point(oracle, lam, x, delta)
+            ex = _point(oracle, lam, x, delta, hessian_free=hessian_free)
             calls += 1
             if ex["L"][0] > lower:
                 lower, w_lower = ex["L"][0], ex["L"][1] / (2.0 * lam)
