@@ -259,7 +259,7 @@ NEWTON_MAX_FEATURES = 2000
 
 
 #: Share of ``tol`` left for the door's rounding allowance: the solver stops at ``(1 - TOL_ROOM) tol``.
-TOL_ROOM = 0.1
+TOL_ROOM = 0.01
 
 
 def _newton_fits(oracle, hessian_free: bool = False) -> bool:
