@@ -241,3 +241,54 @@ def test_bench_clicks_runs_end_to_end_and_refuses_bad_options(tmp_path, capsys):
         assert main(["bench", "clicks", *argv]) == 2
         captured = capsys.readouterr()
         assert captured.err.count("\n") == 1 and message in captured.err and captured.out == ""
+
+
+def _merged(better, worse, weight, n):
+    """Group-form pairs summed into one weight per (better, worse)."""
+    key = better * n + worse
+    keys, inverse = np.unique(key, return_inverse=True)
+    return keys, np.bincount(inverse.ravel(), weights=weight)
+
+
+def test_band_pairs_and_inner_sums_are_the_explicit_ones(log):
+    groups = click_groups(log, clip=4.0)
+    pairs, c = _explicit(log, 4.0)
+    oracle = DocumentOracle.from_groups(groups)
+    docs, n = oracle.documents, log.documents.n_documents
+    for w in (np.array([0.3, -0.7, 1.1]), np.array([2.0, 0.5, -1.0])):
+        m = pairs.margins(w)
+        for delta in (0.5, 0.1):
+            sm = oracle.smoothed_scores(oracle.scores(w), delta)
+            V, B = m < 1.0 - delta, (m >= 1.0 - delta) & (m < 1.0)
+            ib, iw, a = sm.band_pairs()
+            assert ib.shape[0] == sm.band and np.all(a > 0)
+            keys, weight = _merged(docs[ib], docs[iw], a, n)
+            np.testing.assert_array_equal(keys, np.sort(pairs.better[B] * n + pairs.worse[B]))
+            np.testing.assert_allclose(weight, c[B][np.argsort(pairs.better[B] * n + pairs.worse[B])], rtol=1e-13)
+            assert sm.inner_weight == pytest.approx(c[V].sum(), rel=1e-13)
+            np.testing.assert_allclose(oracle.gradient(sm.inner_scores()), pairs.rmatvec(c * V), rtol=1e-12,
+                                       atol=1e-12 * float(c.sum()))
+            ib, iw, a = sm.band_pairs(above=delta)  # and the pairs just above the margin
+            keys, _ = _merged(docs[ib], docs[iw], a, n)
+            wide = (m >= 1.0 - delta) & (m < 1.0 + delta)
+            np.testing.assert_array_equal(keys, np.sort(pairs.better[wide] * n + pairs.worse[wide]))
+
+
+@pytest.mark.parametrize("lam", [0.05, 5.0])
+def test_band_finish_is_a_dual_point_and_closes_the_gap(log, lam):
+    """At a point near the optimum the band is the set of pairs on the margin: the exact finish over it gives a lower
+    bound below the optimum (Clarabel's objective bounds it above) and a w whose exact objective meets it."""
+    from cvxrank.native.document_newton import _band_finish, _Point
+
+    problem = click_problem(log, "propensity", lam=lam, clip=5.0)
+    pairs, c = _explicit(log, 5.0)
+    ref = cr.solve(cr.RankingProblem(pairs, weights=c, lam=lam), "clarabel")
+    oracle = DocumentOracle.from_groups(problem.groups)
+    point = _Point(oracle, lam, ref.w, 1e-3)
+    assert point.k > 0
+    w, L, u = _band_finish(oracle, lam, point)
+    F = lam * float(w @ w) + oracle(w).loss
+    assert L >= point.L - 1e-12 * abs(point.L)  # never below the evaluation's own dual point
+    assert L <= ref.objective * (1.0 + 1e-12) + ref.gap_L
+    assert F - L <= 1e-7 * F
+    np.testing.assert_allclose(w, u / (2.0 * lam))

@@ -28,27 +28,139 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from cvxrank.native.document_oracle import DocumentOracle
 
-__all__ = ["document_newton"]
+__all__ = ["BAND_FEATURES", "DENSE_ENTRIES", "band_budget", "document_newton"]
+
+#: Most entries of a dense matrix the phase forms (the ``n x n`` Hessian, the band's ``k x k`` Gram matrix): 32 MB.
+DENSE_ENTRIES = 4_000_000
+
+#: Most band pairs per feature for the exact finish on the band: at the optimum the pairs on the margin are generically
+#: at most as many as the features, so a wider band is not that set yet (and its box QP costs ``k³``).
+BAND_FEATURES = 1.5
 
 
-def _evaluate(oracle: DocumentOracle, lam: float, w: np.ndarray, delta: float):
-    """``(F, F_δ, ∇F_δ, L(α), smoothed gap, result)`` at ``w``: one sort and two boundary searches per block."""
-    r = oracle.smoothed_scores(oracle.scores(w), delta)
-    u = oracle.gradient(r.score_alpha)  # Σ α_ij d_ij
-    ww = lam * float(w @ w)
-    F, Fd = ww + r.loss, ww + r.smoothed
-    lower = r.alpha_sum - float(u @ u) / (4.0 * lam)
-    smooth_gap = Fd - lower + 0.5 * delta * r.alpha_square
-    return F, Fd, 2.0 * lam * w - u, lower, smooth_gap, r
+def band_budget(n_documents: int, n_features: int) -> int:
+    """Most band pairs (group form) whose rows the phase forms for an exact Newton step: ``10 m / n``, at least
+    ``40 n``, at most 20,000 (forming ``Dᵀ D`` costs ``k n²``, about one pass over ``X`` at ``10 m / n``); a wider
+    band takes conjugate gradients with pair-free Hessian products instead.
+
+    Examples
+    --------
+    >>> band_budget(100_000, 136), band_budget(1_951, 300), band_budget(300, 10)
+    (7352, 12000, 400)
+    """
+    return int(min(20_000, max(40 * n_features, 10 * n_documents // max(n_features, 1))))
+
+
+class _Point:
+    """One evaluation at ``w`` and width ``δ``: exact ``F``, smoothed ``F_δ``, its gradient, the bound ``L(α)``
+    with ``u = Σ α d``, the smoothed problem's own gap, and the band's rows when a step asks for them."""
+
+    def __init__(self, oracle: DocumentOracle, lam: float, w: np.ndarray, delta: float):
+        self.oracle, self.lam, self.w, self.delta = oracle, lam, w, delta
+        self.s = oracle.scores(w)
+        r = self.r = oracle.smoothed_scores(self.s, delta)
+        self.u = oracle.gradient(r.score_alpha)  # Σ α_ij d_ij
+        ww = lam * float(w @ w)
+        self.F, self.Fd = ww + r.loss, ww + r.smoothed
+        self.L = r.alpha_sum - float(self.u @ self.u) / (4.0 * lam)
+        self.sg = self.Fd - self.L + 0.5 * delta * r.alpha_square
+        self.g = 2.0 * lam * w - self.u
+        self._rows = None
+
+    @property
+    def k(self) -> int:
+        return self.r.band
+
+    def rows(self):
+        """``(better, worse, a, D)``: the band's pairs and their differences ``D = X_better - X_worse`` (float64;
+        CSR for a sparse ``X``)."""
+        if self._rows is None:
+            ib, iw, a = self.r.band_pairs()
+            self._rows = ib, iw, a, _differences(self.oracle.X, ib, iw)
+        return self._rows
+
+    def hessian(self) -> np.ndarray:
+        """``2λI + Dᵀ diag(a/δ) D``, the smoothed objective's Hessian in ``w`` (dense ``n x n``)."""
+        _, _, a, D = self.rows()
+        if sp.issparse(D):
+            H = (D.T @ sp.diags(a / self.delta) @ D).toarray()
+        else:
+            H = (D * (a / self.delta)[:, None]).T @ D
+        H[np.diag_indices_from(H)] += 2.0 * self.lam
+        return H
+
+    def band_alpha(self) -> np.ndarray:
+        """``α`` on the band's pairs: ``a (1 - m)/δ`` clipped to ``[0, a]``."""
+        ib, iw, a, _ = self.rows()
+        return np.clip(a * (1.0 - (self.s[ib] - self.s[iw])) / self.delta, 0.0, a)
+
+
+def _differences(X, better, worse):
+    """``X_better - X_worse``, float64 (CSR for a sparse ``X``)."""
+    D = X[better] - X[worse]
+    return D.tocsr().astype(np.float64) if sp.issparse(D) else np.asarray(D, dtype=np.float64)
+
+
+def _band_qp(D, g_V, a, lam, start):
+    """``max_{0 ≤ ν ≤ a} Σ ν - ‖g_V + Dᵀ ν‖² / (4λ)`` by Clarabel's interior point, stated with ``z = Dᵀ ν`` so
+    that its quadratic ``‖z‖²/(4λ)`` is exactly positive semidefinite whatever the rank of ``D`` (pairs of two groups
+    twice, ``d_ik = d_ij + d_jk``: the Gram matrix ``D Dᵀ`` is singular). The answer is clipped into the box (any
+    point of it is a dual point); ``start`` (in the box) is kept when the solve fails or does no better."""
+    import clarabel
+
+    k, n = D.shape
+    D = sp.csc_matrix(D)
+    P = sp.block_diag([sp.csc_matrix((k, k)), sp.identity(n, format="csc") / (2.0 * lam)], format="csc")
+    q = np.concatenate([-np.ones(k), g_V / (2.0 * lam)])
+    eye = sp.identity(k, format="csc")
+    A = sp.vstack([sp.hstack([-D.T, sp.identity(n)]), sp.hstack([eye, sp.csc_matrix((k, n))]),
+                   sp.hstack([-eye, sp.csc_matrix((k, n))])], format="csc")
+    rhs = np.concatenate([np.zeros(n), a, np.zeros(k)])
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    try:
+        sol = clarabel.DefaultSolver(P, q, A, rhs, [clarabel.ZeroConeT(n), clarabel.NonnegativeConeT(2 * k)],
+                                     settings).solve()
+        nu = np.clip(np.asarray(sol.x[:k], dtype=np.float64), 0.0, a)
+    except Exception:  # noqa: BLE001 - the finish is optional: the evaluation's own point stays valid
+        return start
+    if not np.all(np.isfinite(nu)):
+        return start
+
+    def value(x):
+        z = g_V + D.T @ x
+        return float(x.sum()) - float(z @ z) / (4.0 * lam)
+
+    return nu if value(nu) >= value(start) else start
+
+
+def _band_finish(oracle: DocumentOracle, lam: float, p: _Point):
+    """The hinge problem's best dual point over the band's variables, the others held (``α = a`` below the band,
+    0 above): ``max_{0 ≤ ν ≤ a_B} W_V + Σ ν - ‖g_V + D_Bᵀ ν‖² / (4λ)`` with ``g_V = Σ_V a d``, a box QP in ``k``
+    variables (its Gram matrix ``D_B D_Bᵀ``) from the evaluation's own ``α_B``. Every ``ν`` of the box is a dual
+    point of the hinge's dual (a pair of two groups takes the sum of its copies, within its merged box), so its value
+    is a lower bound whatever the sets; when the band is the set of pairs on the margin at the optimum,
+    ``w = (g_V + D_Bᵀ ν) / (2λ)`` is the minimiser. Returns ``(w, L, u)``."""
+    ib, iw, a = p.r.band_pairs(above=p.delta)
+    D = _differences(oracle.X, ib, iw)
+    s_V = p.r.inner_scores()  # Pᵀ α_V
+    g_V = oracle.gradient(s_V)
+    nu = _band_qp(D, g_V, a, lam, np.clip(a * (1.0 - (p.s[ib] - p.s[iw])) / p.delta, 0.0, a))
+    m = oracle.n_documents
+    scores = s_V + np.bincount(ib, weights=nu, minlength=m) - np.bincount(iw, weights=nu, minlength=m)
+    u = oracle.gradient(scores)  # Σ α d with α = (a on V, ν on the band): as the evaluation's own bound is computed
+    return u / (2.0 * lam), p.r.inner_weight + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
 
 
 def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lower: float, target: float,
                     max_calls: int, deadline: float | None = None, shrink: float = 15.0, stall_after: int = 20,
-                    max_backtrack: int = 8, cg_max_iter: int = 100, verbose: bool = False, start=None):
+                    max_backtrack: int = 12, cg_max_iter: int = 100, budget: int | None = None, finish: bool = True,
+                    verbose: bool = False, start=None):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``<= target``.
 
     Parameters
@@ -62,17 +174,24 @@ def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lowe
     target : float
         Relative gap to stop at.
     max_calls : int
-        Cap on evaluations (each one exact objective, the smoothed one and a lower bound).
+        Cap on evaluations (each one exact objective, the smoothed one and a lower bound; an exact finish on the band
+        is one more).
     deadline : float, optional
         Seconds since ``start``.
     shrink : float, default 15
         Largest reduction of ``δ`` at a time.
     stall_after : int, default 20
-        Stop when the gap has not shrunk by 0.1 % in this many evaluations.
-    max_backtrack : int, default 8
-        Halvings of a Newton step before the phase gives up (the caller's planes go on).
+        Stop when neither the gap nor the best ``F`` has shrunk by 0.1 % in this many evaluations.
+    max_backtrack : int, default 12
+        Trials of the line search (each the minimiser of the quadratic through ``F_δ`` at the start, its slope and
+        the last trial, within ``[t/50, t/2]``) before the phase gives up (the caller's planes go on).
     cg_max_iter : int, default 100
-        Conjugate-gradient steps per Newton step (one Hessian product, ``X u`` and ``Xᵀ v``, each).
+        Conjugate-gradient steps per Newton step when the band is wider than ``budget`` or ``n x n`` is too large to
+        form (one Hessian product, ``X u`` and ``Xᵀ v``, each).
+    budget : int, optional
+        Most band pairs whose rows are formed for an exact Newton step (default :func:`band_budget`).
+    finish : bool, default True
+        The exact finish on the band at the end of each width (module docstring).
 
     Returns
     -------
@@ -82,70 +201,105 @@ def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lowe
     """
     start = time.perf_counter() if start is None else start
     w = np.asarray(w, dtype=np.float64)
+    n = w.shape[0]
+    budget = band_budget(oracle.n_documents, n) if budget is None else int(budget)
+    dense = n * n <= DENSE_ENTRIES
     w_best, F_best, w_lower = w, upper, None
     rel = (F_best - lower) / F_best if F_best > 0 else 0.0
     delta = float(min(0.5, max(np.sqrt(rel), 1e-8)))
     rows, calls, products = [], 1, 0
-    best_rel, since = np.inf, 0
-    F, Fd, g, L, sg, r = _evaluate(oracle, lam, w, delta)
+    best_rel, since, F_seen = np.inf, 0, np.inf
+    finished = None  # the band (its size) of the last exact finish: one per band
+    p = _Point(oracle, lam, w, delta)
+
+    def record(point):
+        nonlocal lower, w_lower, F_best, w_best
+        if point.L > lower:
+            lower, w_lower = point.L, point.u / (2.0 * lam)  # Σ α d / (2λ)
+        if point.F < F_best:
+            F_best, w_best = point.F, point.w
+
     while True:
-        if L > lower:
-            lower, w_lower = L, w - g / (2.0 * lam)  # Σ α d / (2λ), as ∇F_δ = 2λw - Σ α d
-        if F < F_best:
-            F_best, w_best = F, w
+        record(p)
         rel = (F_best - lower) / F_best if F_best > 0 else 0.0
         elapsed = time.perf_counter() - start
         rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel,
-                     "delta": delta, "band": r.band, "smoothed_gap": sg, "time": elapsed})
+                     "delta": delta, "band": p.k, "smoothed_gap": p.sg, "time": elapsed})
         if verbose:
             print(f"groups newton  eval {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap {rel:.2e}  "
-                  f"delta {delta:.1e}  band {r.band}  smoothed gap {sg:.2e}  {elapsed:.2f}s", flush=True)
-        if rel < best_rel * (1.0 - 1e-3):
-            best_rel, since = rel, 0
+                  f"delta {delta:.1e}  band {p.k}  smoothed gap {p.sg:.2e}  {elapsed:.2f}s", flush=True)
+        if rel < best_rel * (1.0 - 1e-3) or F_best < F_seen * (1.0 - 1e-3):
+            best_rel, since, F_seen = min(rel, best_rel), 0, F_best
         else:
             since += 1
         if rel <= target or calls >= max_calls or since >= stall_after or (deadline is not None and elapsed >= deadline):
             break
-        if sg <= 0.1 * (F_best - lower) and delta > 1e-12:
+        exact = dense and p.k <= budget
+        if p.sg <= 0.1 * (F_best - lower) and delta > 1e-12:
+            k = p.k
+            if finish and finished != k and 0 < k <= BAND_FEATURES * n and k * k <= DENSE_ENTRIES:
+                finished = k
+                w_j, L_j, u_j = _band_finish(oracle, lam, p)
+                F_j = lam * float(w_j @ w_j) + oracle.evaluate_scores(oracle.scores(w_j)).loss
+                calls += 1
+                if L_j > lower:
+                    lower, w_lower = L_j, u_j / (2.0 * lam)
+                if F_j < F_best:
+                    F_best, w_best = F_j, w_j
+                rel = (F_best - lower) / F_best if F_best > 0 else 0.0
+                rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel,
+                             "delta": np.nan, "band": k, "smoothed_gap": np.nan, "time": time.perf_counter() - start})
+                if verbose:
+                    print(f"groups newton  band finish {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  "
+                          f"rel gap {rel:.2e}  band {k}  {time.perf_counter() - start:.2f}s", flush=True)
+                if rel <= target or calls >= max_calls:
+                    break
             # the gap falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2], keeping about 2n pairs in
             # the band (it holds about δ times the pairs' density at the margin): an emptier band leaves Newton no model
             factor = np.sqrt(0.3 * target * F_best / max(F_best - lower, 1e-300))
-            delta *= min(0.5, max(1.0 / shrink, factor, 2.0 * g.shape[0] / max(r.band, 1)))
-            F, Fd, g, L, sg, r = _evaluate(oracle, lam, w, delta)
+            smaller = delta * min(0.5, max(1.0 / shrink, factor, 2.0 * n / max(k, 1)))
+            if exact and k > 0:
+                # the tangent of the path of minimisers w(δ) (V and B held): H dw/dδ = -(1/δ) Σ_B α d
+                _, _, _, D = p.rows()
+                tangent = np.linalg.solve(p.hessian(), np.asarray(D.T @ p.band_alpha()).ravel())
+                w = p.w + (delta - smaller) / delta * tangent
+            delta, since = smaller, 0  # a new width: its own steps
+            p = _Point(oracle, lam, p.w if not (exact and k > 0) else w, delta)
             calls += 1
             continue
-        gnorm = float(np.linalg.norm(g))
-        hess = r.hessian_product
-        n = g.shape[0]
-        count = [0]
+        g = p.g
+        if exact:
+            step = -np.linalg.solve(p.hessian(), g)
+        else:
+            hess = p.r.hessian_product
+            count = [0]
 
-        def matvec(v, hess=hess):
-            count[0] += 1
-            return 2.0 * lam * v + oracle.gradient(hess(oracle.scores(v)))
+            def matvec(v, hess=hess):
+                count[0] += 1
+                return 2.0 * lam * v + oracle.gradient(hess(oracle.scores(v)))
 
-        op = spla.LinearOperator((n, n), dtype=np.float64, matvec=matvec)
-        p, _ = spla.cg(op, -g, rtol=min(0.1, np.sqrt(max(sg, 0.0) / max(F_best, 1e-300))), atol=0.0,
-                       maxiter=cg_max_iter)
-        products += count[0]
-        slope = float(g @ p)
-        if not slope < 0:
-            p, slope = -g, -gnorm * gnorm
+            op = spla.LinearOperator((n, n), dtype=np.float64, matvec=matvec)
+            step, _ = spla.cg(op, -g, rtol=min(0.1, np.sqrt(max(p.sg, 0.0) / max(F_best, 1e-300))), atol=0.0,
+                              maxiter=cg_max_iter)
+            products += count[0]
+        decrement = -float(g @ step)
+        if not decrement > 0:
+            step, decrement = -g, float(g @ g)
         t, accepted = 1.0, False
         for _ in range(max_backtrack + 1):
-            x = w + t * p
-            Fx, Fdx, gx, Lx, sgx, rx = _evaluate(oracle, lam, x, delta)
+            x = _Point(oracle, lam, p.w + t * step, delta)
             calls += 1
-            if Lx > lower:
-                lower, w_lower = Lx, x - gx / (2.0 * lam)
-            if Fx < F_best:
-                F_best, w_best = Fx, x
-            if Fdx <= Fd + 1e-4 * t * slope:
+            record(x)
+            if x.Fd <= p.Fd - 1e-4 * t * decrement:
                 accepted = True
                 break
             if calls >= max_calls:
                 break
-            t /= 2.0
+            # the minimiser of the quadratic through F_δ(w), its slope and F_δ(x), within [t/50, t/2]: a step too long
+            # by orders of magnitude (a thin band, curvature 2λ elsewhere) comes back in a few trials
+            curv = x.Fd - p.Fd + t * decrement
+            t = min(0.5 * t, max(0.02 * t, 0.5 * decrement * t * t / curv if curv > 0 else 0.5 * t))
         if not accepted:
             break
-        w, F, Fd, g, L, sg, r = x, Fx, Fdx, gx, Lx, sgx, rx
+        p = x
     return w_best, F_best, lower, w_lower, calls, products, rows

@@ -117,11 +117,30 @@ class SmoothedResult:
     alpha_square: float
     score_alpha: np.ndarray
     band: int
+    inner_weight: float = 0.0
     _hessian: object = None
+    _band: object = None
+    _inner: object = None
 
     def hessian_product(self, u) -> np.ndarray:
         """``H u`` for the smoothed loss's Hessian in scores ``H = Σ_B (a_i/δ) (e_i - e_j)(e_i - e_j)ᵀ``."""
         return self._hessian(np.asarray(u, dtype=np.float64))
+
+    def band_pairs(self, above: float = 0.0):
+        """The band's pairs in group form, ``(better, worse, a)``: documents on :attr:`DocumentOracle.documents`
+        and the better member's weight (``a > 0``), one entry per group that holds the pair (a pair of two groups
+        comes twice, each copy with its own box ``[0, a]``). For a member at sorted position ``p`` they are the
+        positions ``[lo_p, lo'_p)`` of its group: no search beyond the evaluation's own.
+
+        ``above > 0``: also the pairs just above the margin, ``1 <= m < 1 + above`` (positions ``[lo''_p, lo_p)``,
+        one more boundary search on the group-shifted scores; the pairs not listed are still exactly ``V`` and
+        those above them)."""
+        return self._band(above)
+
+    def inner_scores(self) -> np.ndarray:
+        """``Pᵀ α_V``: :attr:`score_alpha` of the pairs below the band only (``α = a`` on ``V``, 0 elsewhere);
+        :attr:`inner_weight` is their ``Σ a``."""
+        return self._inner()
 
 
 class _Block:
@@ -384,7 +403,7 @@ class DocumentOracle:
         s = self._check_scores(s)
         if not 0.0 < delta <= 0.5:
             raise ValidationError(f"delta must be in (0, 1/2], got {delta!r}")
-        loss = smoothed = alpha_sum = alpha_square = 0.0
+        loss = smoothed = alpha_sum = alpha_square = inner = 0.0
         band = 0
         parts, kept = [], []
         for block in self._blocks:
@@ -402,6 +421,7 @@ class DocumentOracle:
             smoothed += float(np.sum(a * (rV - 0.5 * delta * nV + rB2 / (2.0 * delta))))
             alpha_sum += float(np.sum(a * (nV + rB / delta)))
             alpha_square += float(np.sum(a * (nV + rB2 / (delta * delta))))
+            inner += float(np.sum(a * nV))
             band += int(np.sum((a > 0) * nB))
             # as the worse one: k ∈ [0, hi') (self removed) at a_k, k ∈ [hi', hi) at a_k (1 - x_k + x_i)/δ
             a_in = _prefix(a, b.hi_in) - a
@@ -421,4 +441,34 @@ class DocumentOracle:
                 out.append((b.doc, (b.a * (nB * U - band_sum) + (U * a_band - aU_band)) / delta))
             return self._scatter(out)
 
-        return SmoothedResult(max(loss, 0.0), max(smoothed, 0.0), alpha_sum, alpha_square, score_alpha, band, hess)
+        def band_pairs(above=0.0):
+            better, worse, weight = [], [], []
+            for b, nB, _ in kept:
+                lo = b.lo
+                if above > 0:
+                    lo = np.minimum(_first_within(b.x, 1.0 + above), b.lo)
+                    nB = b.lo_in - lo
+                count = np.where(b.a > 0, nB, 0).ravel()
+                total = int(count.sum())
+                if total == 0:
+                    continue
+                at = np.repeat(np.arange(count.shape[0], dtype=np.int64), count)  # flat position of the better one
+                first = np.repeat(np.cumsum(count) - count, count)
+                row = at // b.doc.shape[1]
+                col = lo.ravel()[at] + (np.arange(total, dtype=np.int64) - first)
+                better.append(b.doc.ravel()[at])
+                worse.append(b.doc[row, col])
+                weight.append(b.a.ravel()[at])
+            if not better:
+                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0)
+            return np.concatenate(better), np.concatenate(worse), np.concatenate(weight)
+
+        def inner_scores():
+            out = []
+            for b, _, _ in kept:  # α = a on V: as the better one a (n'_p - 1), as the worse one Σ_{k ∈ [0, hi'), k ≠ p} a_k
+                L = b.a.shape[1]
+                out.append((b.doc, b.a * (L - b.lo_in - 1) - (_prefix(b.a, b.hi_in) - b.a)))
+            return self._scatter(out)
+
+        return SmoothedResult(max(loss, 0.0), max(smoothed, 0.0), alpha_sum, alpha_square, score_alpha, band, inner,
+                              hess, band_pairs, inner_scores)

@@ -71,7 +71,8 @@ def _refuse_graded_options(options: dict) -> None:
                               "groups is solved by the local oracle of cvxrank.native.document_oracle")
 
 
-def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, verbose, newton_gap, options):
+def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, verbose, newton_gap, options,
+                        newton_after=20):
     """Cutting planes to the relative gap ``newton_gap``, the smoothed Newton phase of
     :mod:`cvxrank.native.document_newton` to ``tol``, and the planes again (warm-started at the best point)
     if that phase stalls; the best point and the best lower bound of the three are kept (every bound is
@@ -88,7 +89,8 @@ def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, ve
                       f"{floor:.1e}); the solver stops there and reports the best certified gap",
                       InaccurateSolutionWarning, stacklevel=4)
     target = max(tol, floor)
-    first = cutting_plane(oracle, lam, tol=max(target, newton_gap), max_iter=max_iter, time_limit=time_limit,
+    first = cutting_plane(oracle, lam, tol=max(target, newton_gap), max_iter=min(max_iter, newton_after),
+                          time_limit=time_limit,
                           verbose=verbose, warm_start_w=warm_start_w, **options)
     w, F, lower, w_model, calls = first.w, first.objective, first.lower_bound, first.w_model, first.oracle_calls
     histories, iterations, products, planes = [first.history], first.iterations, 0, int(np.count_nonzero(first.beta[1:]))
