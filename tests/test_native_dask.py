@@ -60,15 +60,45 @@ def test_sharded_oracle_gives_the_local_numbers(client, data):
 
 
 def test_solve_on_the_cluster_equals_the_local_solve(client, data):
-    # the cluster runs the cutting planes only (the Newton phase needs the local oracle): the same iterates
-    distributed_res = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-8, client=client)
-    local_res = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-8, newton_gap=None)
-    assert distributed_res.status == local_res.status == "optimal"
-    np.testing.assert_allclose(distributed_res.w, local_res.w, rtol=1e-6, atol=1e-9)
-    assert distributed_res.objective == pytest.approx(local_res.objective, rel=1e-9)
-    # the default local solve (with the Newton phase) agrees within the two certificates
-    default = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-8)
-    assert abs(default.objective - distributed_res.objective) <= max(default.duality_gap, distributed_res.duality_gap)
+    # planes only: the same iterates as the local planes
+    problem = RankingProblem(data, mu="balanced", lam=0.05)
+    planes = solve(problem, "cutting_plane", tol=1e-8, client=client, newton_gap=None)
+    local_planes = solve(problem, "cutting_plane", tol=1e-8, newton_gap=None)
+    assert planes.status == local_planes.status == "optimal"
+    np.testing.assert_allclose(planes.w, local_planes.w, rtol=1e-6, atol=1e-9)
+    assert planes.objective == pytest.approx(local_planes.objective, rel=1e-9)
+    # the whole method (planes and Newton phase) on the cluster: the local solve's oracle calls and iterates
+    whole = solve(problem, "cutting_plane", tol=1e-8, client=client)
+    local = solve(problem, "cutting_plane", tol=1e-8)
+    assert whole.status == local.status == "optimal"
+    assert whole.extras["oracle_calls"] == local.extras["oracle_calls"]
+    assert "delta" in whole.history  # the Newton phase ran
+    assert abs(whole.objective - local.objective) <= whole.gap_L + local.gap_L
+    assert np.abs(whole.w - local.w).max() <= whole.distance_bound + local.distance_bound
+    np.testing.assert_allclose(whole.w, local.w, rtol=1e-6, atol=1e-9)
+
+
+def test_newton_parts_over_shards_add_up_to_the_local_evaluation(client, data):
+    from cvxrank.native.newton import _point, point_from_parts, smoothed_parts
+
+    costs = cost_table(data, None, "balanced")
+    oracle = DaskOracle(client, data, costs, n_shards=3)
+    local = PairFreeOracle.from_data(data, costs)
+    w = np.random.default_rng(4).standard_normal(4)
+    for delta in (0.5, 0.05):
+        a = _point(oracle, 0.1, w, delta)
+        b = _point(local, 0.1, w, delta)
+        parts, _ = smoothed_parts(local, w, delta)
+        parts["band"] = b["band"]
+        c = point_from_parts(0.1, w, parts)
+        for key in ("F", "Fd", "sg", "k"):
+            assert a[key] == pytest.approx(b[key], rel=1e-12) and c[key] == pytest.approx(b[key], rel=1e-12)
+        np.testing.assert_allclose(a["grad"], b["grad"], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(a["band"].H, b["band"].H, rtol=1e-12, atol=1e-12)
+        D, cw, alpha = a["band"].differences()
+        assert D.shape == (b["k"], 4) and cw.shape == alpha.shape == (b["k"],)
+    assert oracle.rounds > 0 and oracle.bytes_received > 0
+    oracle.close()
 
 
 def test_bad_input(client, data):

@@ -33,7 +33,7 @@ and Sonnenburg 2009; "in-out" separation). ``ρ`` adapts: ×1.5 after a cut that
 improves ``F`` (up to 1, plain BMRM), ÷1.5 after one that does not (down to
 ``rho_min``). It changes where planes are taken, never the certificate.
 
-Newton phase (default, local oracle). The planes find a good ``w`` fast, but
+Newton phase (default; local or Dask oracle). The planes find a good ``w`` fast, but
 their lower bound creeps up: the best ``F`` is close to the optimum long before the
 model's bound certifies it. Once the certified relative gap is below
 ``newton_gap``, or at the first null step (a cut that does not lower ``F``: the
@@ -209,7 +209,8 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         planes' first null step (a point no better than the best) comes earlier;
         None: planes only (the method before it). Only with a local
         :class:`~cvxrank.native.oracle.PairFreeOracle` with the papers' margin of 1
-        (its ``newton_phase``); the Dask oracle and margins per grade pair use planes only, and so does
+        or a :class:`~cvxrank.native.dask.DaskOracle` (their ``newton_phase``: the Dask oracle sums the shards' parts
+        of every Newton evaluation); margins per grade pair use planes only, and so does
         a problem with more than :data:`NEWTON_MAX_FEATURES` features (2,000) or whose dense
         ``n_features x n_features`` Hessians would not fit the memory budget
         (:func:`cvxrank._memory.newton_bytes`).
@@ -275,7 +276,7 @@ def _newton_fits(oracle, hessian_free: bool = False) -> bool:
     n = oracle.n_features
     if n <= NEWTON_MAX_FEATURES:
         return fits_memory(newton_bytes(n, BAND_BUDGET))
-    if not hessian_free:
+    if not hessian_free or not hasattr(oracle, "X"):  # over shards: planes only above NEWTON_MAX_FEATURES
         return False
     from cvxrank.native.band_operator import hessian_free_bytes
 

@@ -58,7 +58,7 @@ from cvxrank.exceptions import ValidationError
 from cvxrank.native.band import band_pairs
 from cvxrank.native.band_operator import BandOperator, band_sums
 
-__all__ = ["BAND_BUDGET", "band_budget", "smoothed_newton"]
+__all__ = ["BAND_BUDGET", "band_budget", "point_from_parts", "smoothed_newton", "smoothed_parts"]
 
 #: Most pairs enumerated in the band: the cap of :func:`band_budget` (memory: the band's rows).
 BAND_BUDGET = 20_000
@@ -211,7 +211,12 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False):
 
     ``hessian_free=True`` (many features): no band rows; the band's sums come pair by pair in chunks and its
     Hessian as products (:class:`~cvxrank.native.band_operator.BandOperator`), ``c`` and ``α`` are not kept.
+
+    An oracle without the local layout (``oracle.smoothed_parts``, e.g. :class:`~cvxrank.native.dask.DaskOracle`)
+    gives the same numbers as additive parts (:func:`point_from_parts`).
     """
+    if getattr(oracle, "smoothed_parts", None) is not None and not hasattr(oracle, "_order"):
+        return point_from_parts(lam, w, oracle.smoothed_parts(w, delta, budget=budget, fit=fit))
     s = oracle.scores(w)
     order = oracle._order(s)  # also sorts s / (1 - δ)
     s_o = s[order]
@@ -251,6 +256,60 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False):
             "alpha": alpha}
 
 
+#: The additive parts of an evaluation of the Newton phase (:func:`smoothed_parts`): sums over the pairs of ``V``
+#: (margin below ``1 - δ``) and of the band ``B`` (margin in ``[1 - δ, 1)``), which a sum over query shards adds up.
+PART_SCALARS = ("W_V", "vs", "first", "second", "alpha_sum", "alpha_squares", "k", "positions")
+PART_VECTORS = ("g_V", "u_B")
+
+
+def smoothed_parts(oracle, w, delta):
+    """The additive parts of one evaluation of :func:`_point` at width ``δ`` on a local oracle, and its band.
+
+    Returns ``(parts, band)``: ``parts`` maps :data:`PART_SCALARS` and :data:`PART_VECTORS` to ``W_V = Σ_V c_i``,
+    ``vs = Σ_V c_i (−m_i) + shifts`` (so that ``Σ_V c_i (1 − m_i) = W_V + vs``), ``first = Σ_B c_i (1 − m_i)``,
+    ``second = Σ_B c_i (1 − m_i)²``, ``alpha_sum = Σ_B α_i``, ``alpha_squares = Σ_B α_i² / c_i``, ``k`` (band
+    pairs), ``positions`` (pairs of positions between the two boundaries, grades not checked: the budget's
+    count), ``g_V = Σ_V c_i d_i`` and ``u_B = Σ_B α_i d_i``; ``band = (D_s, c, root, α)`` with the band's rows
+    ``D_s = sqrt(c_i/δ) d_i`` (a copy). Over query shards every part is the sum of the shards' parts, and the
+    Hessian ``D_sᵀ D_s`` too: this is what :class:`~cvxrank.native.dask.DaskOracle` sums.
+    """
+    s = oracle.scores(w)
+    order = oracle._order(s)
+    s_o = s[order]
+    W_V, v_o, _, p_in, p_out = oracle._violations(s_o / (1.0 - delta), order, s_band=s_o)
+    vs = float(v_o @ (s_o - s_o[oracle._start]))
+    v = np.empty_like(v_o)
+    v[order] = v_o
+    ib, iw, c = band_pairs(oracle, order, p_out, p_in)
+    root = np.sqrt(c / delta)
+    Ds = _rows(oracle, ib, iw, root)
+    Ds = Ds.copy() if not sp.issparse(Ds) else Ds  # the oracle reuses its row buffer
+    one_minus = 1.0 - (s[ib] - s[iw])
+    alpha = np.clip(c * one_minus / delta, 0.0, c)
+    parts = {"W_V": W_V, "vs": vs, "first": float(c @ one_minus), "second": float(c @ one_minus ** 2),
+             "alpha_sum": float(alpha.sum()), "alpha_squares": float(alpha @ (alpha / c)) if c.size else 0.0,
+             "k": int(c.shape[0]), "positions": int((p_in - p_out).sum()), "g_V": -oracle.gradient(v),
+             "u_B": Ds.T @ (alpha / root) if c.size else np.zeros(oracle.n_features), "delta": delta}
+    return parts, (Ds, c, root, alpha)
+
+
+def point_from_parts(lam, w, parts):
+    """:func:`_point`'s dictionary from summed parts (:func:`smoothed_parts`); ``parts["band"]`` is the band's
+    handle (``k``, ``n``, ``H``, ``solve``, and for the jump ``differences()``)."""
+    delta, W_V, vs = parts["delta"], parts["W_V"], parts["vs"]
+    ww = lam * float(w @ w)
+    F = ww + max(W_V + vs + parts["first"], 0.0)
+    u_B, g_V = parts["u_B"], parts["g_V"]
+    u = g_V + u_B
+    lower = W_V + parts["alpha_sum"] - float(u @ u) / (4.0 * lam)
+    F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + parts["second"] / (2.0 * delta)
+    smooth_gap = F_delta - lower + 0.5 * delta * (W_V + parts["alpha_squares"])
+    parts["band"].lam = lam
+    return {"F": F, "Fd": F_delta, "grad": 2.0 * lam * w - u, "band": parts["band"], "L": (lower, u, u_B),
+            "k": parts["k"], "sg": smooth_gap, "delta": delta, "W_V": W_V, "g_V": g_V, "c": None, "root": None,
+            "alpha": None}
+
+
 def _point_hessian_free(oracle, lam, w, s, order, delta, W_V, v, vs, p_out, p_in):
     """:func:`_point`'s numbers with the band summed in chunks (:func:`~cvxrank.native.band_operator.band_sums`) and
     its Hessian as products: ``O(nnz(X) + m G)`` memory and work beyond the chunk, whatever the band's size."""
@@ -284,10 +343,15 @@ def _jump(lam, ev):
     """
     band, c, root = ev["band"], ev["c"], ev["root"]
     k = band.k
-    if c is None or k == 0 or k > JUMP_FEATURES * band.n or k * k > DENSE_ENTRIES:
+    remote = hasattr(band, "differences")  # an oracle over shards: the band's rows fetched for the jump only
+    if (c is None and not remote) or k == 0 or k > JUMP_FEATURES * band.n or k * k > DENSE_ENTRIES:
         return None
-    D = band.Ds
-    D = sp.csr_matrix(sp.diags(1.0 / root) @ D) if sp.issparse(D) else D / root[:, None]  # the differences d_i
+    if remote:
+        D, c, alpha = band.differences()
+        ev = {**ev, "alpha": alpha}
+    else:
+        D = band.Ds
+        D = sp.csr_matrix(sp.diags(1.0 / root) @ D) if sp.issparse(D) else D / root[:, None]  # the differences d_i
     G = D @ D.T
     Q = (G.toarray() if sp.issparse(G) else np.array(G)) / (2.0 * lam)
     b = 1.0 - (D @ ev["g_V"]) / (2.0 * lam)
