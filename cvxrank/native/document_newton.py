@@ -2,16 +2,21 @@
 
 The graded solver's phase (:mod:`cvxrank.native.newton`) enumerates the band of pairs near the
 margin and forms the ``n x n`` Hessian from their rows; it reads the grade-based oracle's internals.
-This one works on :class:`~cvxrank.native.document_oracle.DocumentOracle` and never forms a pair:
-the Huber-smoothed hinge of width ``δ`` (Chapelle 2007),
+This one works on :class:`~cvxrank.native.document_oracle.DocumentOracle` and forms no pair but the
+band's: the Huber-smoothed hinge of width ``δ`` (Chapelle 2007),
 
 .. math:: F_\\delta(w) = \\lambda\\|w\\|^2 + \\sum_{ij} a_i\\, h_\\delta(s_i - s_j), \\qquad
           h_\\delta(m) = 1 - m - \\delta/2 \\ (m < 1 - \\delta), \\quad \\frac{(1 - m)^2}{2\\delta}
           \\ (1 - \\delta \\le m < 1), \\quad 0 \\ (m \\ge 1),
 
 its gradient and the products with its Hessian ``2λI + Xᵀ H_s X`` all come from prefix sums over each
-group's sorted scores (:meth:`~cvxrank.native.document_oracle.DocumentOracle.smoothed_scores`), and the
-Newton steps are solved by conjugate gradients (truncated Newton) with an Armijo search on ``F_δ``.
+group's sorted scores (:meth:`~cvxrank.native.document_oracle.DocumentOracle.smoothed_scores`). The band
+``B = {1 - δ <= m < 1}`` is enumerable cheaply: for a member it is the run of sorted positions between its
+boundaries at margins ``1 - δ`` and 1, which the evaluation found already
+(:meth:`~cvxrank.native.document_oracle.SmoothedResult.band_pairs`). When it holds at most
+:func:`band_budget` pairs the Newton step is exact (the ``n x n`` Hessian ``2λI + Dᵀ diag(a/δ) D`` from the band's
+rows ``D``), otherwise conjugate gradients with pair-free Hessian products; the line search interpolates (12
+trials) on ``F_δ``.
 
 Certificate. At every evaluation ``α_ij = a_i min(1, max(0, (1 - m_ij)/δ))`` lies in the box ``[0, c]``
 of the hinge's dual, so ``L(α) = Σ α - ‖Σ α_ij d_ij‖² / (4λ)`` is a lower bound on ``min F``
@@ -19,8 +24,16 @@ of the hinge's dual, so ``L(α) = Σ α - ‖Σ α_ij d_ij‖² / (4λ)`` is a l
 pair's box), and ``F(w)`` is the exact objective: the gap ``F(w_best) - max L`` certifies, whatever
 ``δ``. ``δ`` shrinks when the smoothed problem's own gap ``F_δ - L(α) + (δ/2) Σ α²/c`` is below a tenth
 of the true one, by the factor that would bring the true gap (which falls like ``δ²``) to 0.3 x the
-target, within ``[1/15, 1/2]``, and no further than would leave about ``2n`` pairs in the band (the graded
-phase's rule, without its tangent predictor).
+target, within ``[1/15, 1/2]``, and no further than would leave about ``2n`` pairs in the band; the next
+steps start on the tangent of the path of minimisers ``w(δ)`` (``H dw/dδ = -(1/δ) Σ_B α d``).
+
+Exact finish on the band. Where the pairs on the margin of the optimum are many (click weights make the
+hinge nearly hard-margin), the gap falls only like ``δ``. At the end of each width whose band holds at
+most :data:`BAND_FEATURES` pairs per feature, the hinge's dual is maximised over the band's variables and
+those of the pairs just above the margin (``1 <= m < 1 + δ``), the pairs of ``V`` held at ``α = a`` and the
+rest at 0: a box QP in ``k`` variables. Every point of that box is a dual point, so its value is a lower
+bound whatever the sets; when they are those of the optimum, ``w = Σ α d / (2λ)`` is the minimiser and one
+oracle call certifies it.
 """
 
 from __future__ import annotations

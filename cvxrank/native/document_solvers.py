@@ -73,7 +73,7 @@ def _refuse_graded_options(options: dict) -> None:
 
 def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, verbose, newton_gap, options,
                         newton_after=20):
-    """Cutting planes to the relative gap ``newton_gap``, the smoothed Newton phase of
+    """Cutting planes to the relative gap ``newton_gap`` (at most ``newton_after`` calls), the smoothed Newton phase of
     :mod:`cvxrank.native.document_newton` to ``tol``, and the planes again (warm-started at the best point)
     if that phase stalls; the best point and the best lower bound of the three are kept (every bound is
     valid for the same problem). ``newton_gap=None``: planes only."""
@@ -140,7 +140,7 @@ def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, ve
 def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 10_000,
                         time_limit: float | None = None, warm_start_w=None, **options):
     """``solve(problem, "cutting_plane")`` for preference groups: cutting planes on the pair-free oracle to the
-    relative gap ``newton_gap`` (default 0.1), then the smoothed Newton phase of
+    relative gap ``newton_gap`` (default 0.1; at most 20 calls), then the smoothed Newton phase of
     :mod:`cvxrank.native.document_newton`, then the planes again if it stalls; certified by the best of the
     plane model's dual and the Newton phase's dual points (module docstring). Options as for the graded
     backend (``newton_gap=None``: planes only); ``max_iter`` caps oracle calls of all phases."""
