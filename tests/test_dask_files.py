@@ -1,0 +1,149 @@
+"""Training over LETOR files read on the dask workers (loopback cluster, tiny data)."""
+
+import gzip
+import shutil
+
+import numpy as np
+import pytest
+
+from cvxrank.data import RankingData, load_letor, save_letor
+from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import SolverError, ValidationError
+from cvxrank.problem import RankingProblem
+from cvxrank.solvers import solve
+
+distributed = pytest.importorskip("distributed")
+
+from cvxrank.native.dask_files import files_oracle, shard_groups, solve_files  # noqa: E402
+
+TAU = {(1, 0): 1.0, (2, 0): 2.0, (2, 1): 1.5, (3, 0): 3.0, (3, 1): 2.5, (3, 2): 1.0}
+
+
+def cluster_client(processes=False):
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, host="127.0.0.1",
+                                       protocol="tcp", dashboard_address=":0")
+    return cluster, distributed.Client(cluster)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster, client = cluster_client()
+    yield client
+    client.close()
+    cluster.close()
+
+
+def write_shards(folder, data, n_shards, compress=(1,)):
+    """``data`` split by query into ``n_shards`` LETOR files (the shards in ``compress`` gzipped)."""
+    queries = np.array_split(data.query_ids, n_shards)
+    paths = []
+    for i, qs in enumerate(queries):
+        keep = np.isin(data.qid, qs)
+        path = folder / f"shard-{i}.letor"
+        save_letor(RankingData(data.X[keep], data.y[keep], data.qid[keep]), path)
+        if i in compress:
+            with open(path, "rb") as src, gzip.open(f"{path}.gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            path.unlink()
+            path = folder / f"shard-{i}.letor.gz"
+        paths.append(str(path))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    data = make_ranking(n_queries=24, docs_per_query=(5, 16), n_features=5, n_grades=4, random_state=3)
+    return write_shards(tmp_path_factory.mktemp("shards"), data, 3)
+
+
+def local_data(paths):
+    parts = load_letor(paths, dense=True)
+    return RankingData(np.vstack([p.X for p in parts]), np.concatenate([p.y for p in parts]),
+                       np.concatenate([p.qid for p in parts]))
+
+
+def within_certificates(a, b):
+    assert abs(a.objective - b.objective) <= a.gap_L + b.gap_L
+    assert np.abs(a.w - b.w).max() <= a.distance_bound + b.distance_bound
+
+
+@pytest.mark.parametrize("newton_gap", [0.1, pytest.param(None, marks=pytest.mark.slow)], ids=["newton", "planes"])
+def test_solve_from_files_equals_the_local_solve(client, shards, newton_gap):
+    local = solve(RankingProblem(local_data(shards), tau=TAU, mu="balanced", lam=0.05), "cutting_plane",
+                  tol=1e-8, newton_gap=newton_gap)
+    remote = solve_files(client, shards, tau=TAU, mu="balanced", lam=0.05, tol=1e-8, newton_gap=newton_gap)
+    assert local.status == remote.status == "optimal"
+    within_certificates(local, remote)
+    assert remote.oracle_calls <= local.extras["oracle_calls"] + 2
+    assert remote.n_pairs == local.extras["n_pairs"]
+    assert remote.bytes_received < 2_000 * remote.rounds * 3  # O(n) numbers a shard, never X
+
+
+@pytest.mark.slow
+def test_shards_stay_on_the_workers_along_a_path(client, shards):
+    oracle = files_oracle(client, [shards[:2], shards[2]], mu="balanced")
+    assert len(oracle.shards) == 2 and oracle.n_features == 5
+    w = None
+    for lam in (0.5, 0.05):
+        res = solve_files(client, oracle=oracle, lam=lam, tol=1e-8, warm_start_w=w)
+        local = solve(RankingProblem(local_data(shards), mu="balanced", lam=lam), "cutting_plane",
+                      tol=1e-8)
+        within_certificates(local, res)
+        w = res.w
+    oracle.close()
+
+
+def test_feature_count_is_the_largest_index(client, tmp_path):
+    a = RankingData(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), [2, 1, 0], qid=[1, 1, 1])
+    b = RankingData(np.array([[1.0, 0, 0, 2.0], [0, 1.0, 0, 0.5]]), [1, 0], qid=[2, 2])
+    save_letor(a, tmp_path / "a.letor")
+    save_letor(b, tmp_path / "b.letor")
+    oracle = files_oracle(client, [str(tmp_path / "a.letor"), str(tmp_path / "b.letor")])
+    assert oracle.n_features == 4
+    with pytest.raises(ValidationError, match="above n_features=3"):
+        files_oracle(client, [str(tmp_path / "a.letor"), str(tmp_path / "b.letor")], n_features=3)
+    oracle.close()
+
+
+def test_bad_shards_are_refused(client, shards, tmp_path):
+    with pytest.raises(ValidationError, match="given twice"):
+        files_oracle(client, [shards[0], shards[:2]])
+    with pytest.raises(ValidationError, match="given twice"):
+        shard_groups([shards[0], [shards[0]]])
+    single = RankingData(np.eye(3), [1, 1, 1], qid=[9, 9, 9])
+    save_letor(single, tmp_path / "flat.letor")
+    with pytest.raises(ValidationError, match="flat.letor: the shard has no pair"):
+        files_oracle(client, [shards[0], str(tmp_path / "flat.letor")])
+    (tmp_path / "bad.letor").write_text("1 qid:1 1:0.5\n0 qid:1 2:x\n")
+    with pytest.raises(ValidationError, match="bad.letor, line 2"):
+        files_oracle(client, [shards[0], str(tmp_path / "bad.letor")])
+    with pytest.raises(ValidationError, match="no such file"):
+        files_oracle(client, [str(tmp_path / "missing.letor")])
+
+
+def test_overlapping_queries_name_the_query(client, tmp_path):
+    a = RankingData(np.eye(3), [2, 1, 0], qid=[7, 7, 8])
+    save_letor(a, tmp_path / "a.letor")
+    save_letor(RankingData(np.eye(3), [1, 0, 1], qid=[8, 8, 9]), tmp_path / "b.letor")
+    with pytest.raises(ValidationError, match=r"query 8 is in more than one shard: shard 0 \(.*a.letor\); shard 1"):
+        files_oracle(client, [str(tmp_path / "a.letor"), str(tmp_path / "b.letor")])
+
+
+@pytest.mark.slow
+def test_lost_workers(shards):
+    """One worker gone: its shards are read again on the other; none left: a clear error, no hang."""
+    cluster, client = cluster_client()
+    try:
+        oracle = files_oracle(client, shards, mu="balanced", timeout=5.0)
+        w = np.full(5, 0.1)
+        before = oracle(w, counts=False)
+        workers = list(cluster.workers.values())
+        client.sync(workers[0].close)
+        after = oracle(w, counts=False)
+        assert after.loss == pytest.approx(before.loss, rel=1e-12)
+        client.sync(workers[1].close)
+        with pytest.raises(SolverError, match="no answer from the dask shards within 5 s"):
+            oracle(w, counts=False)
+    finally:
+        client.close()
+        cluster.close()
