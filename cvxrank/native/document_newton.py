@@ -31,9 +31,11 @@ Exact finish on the band. Where the pairs on the margin of the optimum are many 
 hinge nearly hard-margin), the gap falls only like ``δ``. At the end of each width whose band holds at
 most :data:`BAND_FEATURES` pairs per feature, the hinge's dual is maximised over the band's variables and
 those of the pairs just above the margin (``1 <= m < 1 + δ``), the pairs of ``V`` held at ``α = a`` and the
-rest at 0: a box QP in ``k`` variables. Every point of that box is a dual point, so its value is a lower
-bound whatever the sets; when they are those of the optimum, ``w = Σ α d / (2λ)`` is the minimiser and one
-oracle call certifies it.
+rest at 0: a box QP in ``k`` variables, solved by the projected Newton method of :mod:`cvxrank.native.box_qp`
+(its Gram matrix is singular; every iterate is in the box). Every point of that box is a dual point, so its value
+is a lower bound whatever the sets; when they are those of the optimum, ``w = Σ α d / (2λ)`` is the minimiser and
+one oracle call certifies it. While a finish closes half the gap or more, the next one starts from the band at
+its ``w`` (at most ``finish_rounds``): a working-set iteration.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from cvxrank.native.box_qp import box_qp
 from cvxrank.native.document_oracle import DocumentOracle
 
 __all__ = ["BAND_FEATURES", "DENSE_ENTRIES", "band_budget", "document_newton"]
@@ -119,34 +122,20 @@ def _differences(X, better, worse):
     return D.tocsr().astype(np.float64) if sp.issparse(D) else np.asarray(D, dtype=np.float64)
 
 
-def _band_qp(D, g_V, a, lam, start):
-    """``max_{0 ≤ ν ≤ a} Σ ν - ‖g_V + Dᵀ ν‖² / (4λ)`` by Clarabel's interior point, stated with ``z = Dᵀ ν`` so
-    that its quadratic ``‖z‖²/(4λ)`` is exactly positive semidefinite whatever the rank of ``D`` (pairs of two groups
-    twice, ``d_ik = d_ij + d_jk``: the Gram matrix ``D Dᵀ`` is singular). The answer is clipped into the box (any
-    point of it is a dual point); ``start`` (in the box) is kept when the solve fails or does no better."""
-    import clarabel
-
-    k, n = D.shape
-    D = sp.csc_matrix(D)
-    P = sp.block_diag([sp.csc_matrix((k, k)), sp.identity(n, format="csc") / (2.0 * lam)], format="csc")
-    q = np.concatenate([-np.ones(k), g_V / (2.0 * lam)])
-    eye = sp.identity(k, format="csc")
-    A = sp.vstack([sp.hstack([-D.T, sp.identity(n)]), sp.hstack([eye, sp.csc_matrix((k, n))]),
-                   sp.hstack([-eye, sp.csc_matrix((k, n))])], format="csc")
-    rhs = np.concatenate([np.zeros(n), a, np.zeros(k)])
-    settings = clarabel.DefaultSettings()
-    settings.verbose = False
-    try:
-        sol = clarabel.DefaultSolver(P, q, A, rhs, [clarabel.ZeroConeT(n), clarabel.NonnegativeConeT(2 * k)],
-                                     settings).solve()
-        nu = np.clip(np.asarray(sol.x[:k], dtype=np.float64), 0.0, a)
-    except Exception:  # noqa: BLE001 - the finish is optional: the evaluation's own point stays valid
-        return start
+def _band_qp(D, g_V, a, lam, start, max_iter: int = 100):
+    """``max_{0 ≤ ν ≤ a} Σ ν - ‖g_V + Dᵀ ν‖² / (4λ)`` by :func:`~cvxrank.native.box_qp.box_qp` on
+    ``min ½ νᵀ Q ν + cᵀ ν`` with ``Q = D Dᵀ / (2λ)`` (singular: a pair of two groups comes twice, ``d_ik = d_ij + d_jk``)
+    and ``c = D g_V / (2λ) - 1`` (``c + Q ν`` is the margins minus 1), from ``start`` (in the box). Every iterate is in
+    the box (a dual point); ``start`` is kept when the solve does no better."""
+    Dd = D.toarray() if sp.issparse(D) else np.asarray(D)
+    Q = Dd @ (Dd.T / (2.0 * lam))
+    c = Dd @ (g_V / (2.0 * lam)) - 1.0
+    nu = box_qp(Q, c, a, start, tol=1e-9, max_iter=max_iter).x
     if not np.all(np.isfinite(nu)):
         return start
 
     def value(x):
-        z = g_V + D.T @ x
+        z = g_V + Dd.T @ x
         return float(x.sum()) - float(z @ z) / (4.0 * lam)
 
     return nu if value(nu) >= value(start) else start
@@ -172,7 +161,7 @@ def _band_finish(oracle: DocumentOracle, lam: float, p: _Point):
 
 def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lower: float, target: float,
                     max_calls: int, deadline: float | None = None, shrink: float = 15.0, stall_after: int = 20,
-                    max_backtrack: int = 12, cg_max_iter: int = 100, budget: int | None = None, finish: bool = True,
+                    max_backtrack: int = 12, cg_max_iter: int = 100, budget: int | None = None, finish: bool = True, finish_rounds: int = 4,
                     verbose: bool = False, start=None):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``<= target``.
 
@@ -205,6 +194,9 @@ def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lowe
         Most band pairs whose rows are formed for an exact Newton step (default :func:`band_budget`).
     finish : bool, default True
         The exact finish on the band at the end of each width (module docstring).
+    finish_rounds : int, default 4
+        Most finishes in a row at one width: each on the band at the previous one's ``w`` (one evaluation each), while
+        each closes at least half the gap.
 
     Returns
     -------
@@ -252,19 +244,28 @@ def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lowe
             k = p.k
             if finish and finished != k and 0 < k <= BAND_FEATURES * n and k * k <= DENSE_ENTRIES:
                 finished = k
-                w_j, L_j, u_j = _band_finish(oracle, lam, p)
-                F_j = lam * float(w_j @ w_j) + oracle.evaluate_scores(oracle.scores(w_j)).loss
-                calls += 1
-                if L_j > lower:
-                    lower, w_lower = L_j, u_j / (2.0 * lam)
-                if F_j < F_best:
-                    F_best, w_best = F_j, w_j
-                rel = (F_best - lower) / F_best if F_best > 0 else 0.0
-                rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel,
-                             "delta": np.nan, "band": k, "smoothed_gap": np.nan, "time": time.perf_counter() - start})
-                if verbose:
-                    print(f"groups newton  band finish {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  "
-                          f"rel gap {rel:.2e}  band {k}  {time.perf_counter() - start:.2f}s", flush=True)
+                # the finish on the band of p, then again on the band at its w while that closes half the gap or more:
+                # a working-set iteration (its w holds the free variables on the margin, the rest say where they go)
+                q, gap_before = p, F_best - lower
+                for _ in range(finish_rounds):
+                    w_j, L_j, u_j = _band_finish(oracle, lam, q)
+                    if L_j > lower:
+                        lower, w_lower = L_j, u_j / (2.0 * lam)
+                    q = _Point(oracle, lam, w_j, delta)  # F(w_j) exactly, and the band at w_j for the next round
+                    calls += 1
+                    record(q)
+                    rel = (F_best - lower) / F_best if F_best > 0 else 0.0
+                    rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower,
+                                 "relative_gap": rel, "delta": np.nan, "band": q.k, "smoothed_gap": np.nan,
+                                 "time": time.perf_counter() - start})
+                    if verbose:
+                        print(f"groups newton  band finish {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  "
+                              f"rel gap {rel:.2e}  band {q.k}  {time.perf_counter() - start:.2f}s", flush=True)
+                    gap = F_best - lower
+                    if rel <= target or calls >= max_calls or gap > 0.5 * gap_before \
+                            or not 0 < q.k <= BAND_FEATURES * n or q.k * q.k > DENSE_ENTRIES:
+                        break
+                    gap_before = gap
                 if rel <= target or calls >= max_calls:
                     break
             # the gap falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2], keeping about 2n pairs in
