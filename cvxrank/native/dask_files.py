@@ -86,8 +86,12 @@ def _read_shard(paths, dense, dtype, client_pid):
     except Exception:  # not on a dask worker (a plain client object in tests)
         pass
     own_process = os.getpid() != client_pid
-    if limit and own_process and _memory._override is None:
-        _memory.set_memory_budget(int(limit))
+    if limit and own_process and _memory._override is None:  # what the worker may still use
+        used = _memory._status_bytes("VmRSS") or 0
+        if used >= limit:
+            raise _memory.MemoryBudgetError(f"{', '.join(paths)}: the worker already uses {_memory.format_bytes(used)}"
+                                            f", its memory_limit is {_memory.format_bytes(limit)}; raise memory_limit")
+        _memory.set_memory_budget(int(limit - used))
     parts = load_letor(paths, dense=dense, dtype=dtype)
     if len(parts) == 1:
         data = parts[0]
@@ -161,6 +165,7 @@ def files_oracle(client, files, *, tau=None, mu=None, n_features: int | None = N
     costs = Costs.coerce(None, tau=tau, mu=mu)
     if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
         raise ValidationError(f"n_features must be a positive integer, got {n_features!r}")
+    _check_workers(client)
     tag = uuid.uuid4().hex[:8]
     read = [client.submit(_read_shard, g, dense, dtype, os.getpid(), key=f"cvxrank-read-{i}-{tag}", pure=False)
             for i, g in enumerate(groups)]
@@ -209,6 +214,22 @@ def files_oracle(client, files, *, tau=None, mu=None, n_features: int | None = N
     for f in read:
         f.release()
     return oracle
+
+
+def _check_workers(client) -> None:
+    """Refuse a cluster without workers, or whose workers' ``memory_limit`` their own process nearly fills
+    (the nanny would restart them forever, and no shard would ever be read)."""
+    from cvxrank._memory import format_bytes
+
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        raise ValidationError("the dask cluster has no worker (start some, or wait for them: "
+                              "client.wait_for_workers(n))")
+    for address, info in workers.items():
+        limit, used = info.get("memory_limit") or 0, (info.get("metrics") or {}).get("memory") or 0
+        if limit and used >= 0.7 * limit:
+            raise ValidationError(f"dask worker {address}: memory_limit {format_bytes(limit)} is nearly filled by the "
+                                  f"worker process itself ({format_bytes(used)}); raise memory_limit")
 
 
 def _gather(client, futures, timeout, what):
