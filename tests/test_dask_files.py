@@ -147,3 +147,38 @@ def test_lost_workers(shards):
     finally:
         client.close()
         cluster.close()
+
+
+def test_estimator_fit_files(client, shards):
+    from cvxrank.estimators import RankSVMIR
+
+    model = RankSVMIR(tau=TAU, mu="balanced", lam=0.05, tol=1e-8).fit_files(shards, client=client)
+    local = RankSVMIR(tau=TAU, mu="balanced", lam=0.05, tol=1e-8, solver="cutting_plane").fit(local_data(shards))
+    within_certificates(local.result_, model.result_)
+    assert model.n_features_in_ == 5 and model.solve_summary_["status"] == "optimal"
+    with pytest.raises(ValidationError, match="tau='estimate' needs the documents on the client"):
+        RankSVMIR(lam=0.05).fit_files(shards, client=client)
+
+
+def test_cli_fit_with_scheduler(client, shards, tmp_path, capsys):
+    from cvxrank.cli import main
+    from cvxrank.estimators.persistence import load_model
+
+    address = client.scheduler.address
+    model = tmp_path / "m.json"
+    assert main(["fit", "--scheduler", address, *shards, "--model", str(model), "--lam", "0.05", "--tol", "1e-8"]) == 0
+    assert "status optimal" in capsys.readouterr().out
+    local = solve(RankingProblem(local_data(shards), lam=0.05), "cutting_plane", tol=1e-8)
+    np.testing.assert_allclose(load_model(model).coef_, local.w, atol=2 * local.distance_bound + 1e-9)
+    assert main(["fit", *shards, "--model", str(tmp_path / "x.json")]) == 2  # several files need --scheduler
+    assert "give --scheduler" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.slow
+def test_cli_unreachable_scheduler(shards, tmp_path, capsys):
+    from cvxrank.cli import main
+
+    assert main(["fit", "--scheduler", "tcp://127.0.0.1:9", shards[0], "--model", str(tmp_path / "y.json")]) == 2
+    assert "cannot reach the dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
+    assert not (tmp_path / "y.json").exists()

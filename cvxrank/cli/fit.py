@@ -27,6 +27,7 @@ EPILOG = """examples:
   cvxrank fit train.letor --model m.json --method cs-rglist --pcf 2 --C 10
   cvxrank fit train.letor --model m.json --solver osqp --formulation dual --tol 1e-4
   cvxrank fit big.letor --model m.json --solver cutting_plane --dtype float32   # X in float32: half the memory
+  cvxrank fit --scheduler tcp://host:8786 shard-*.letor.gz --model m.json   # shards read on a dask cluster
   cvxrank fit docs.letor --clicks clicks.txt --model m.json                 # Propensity SVM-Rank, eta by EM
   cvxrank fit docs.letor --clicks clicks.txt --model m.json --propensities 1 --clip 10
 
@@ -38,7 +39,11 @@ or --rule skip_above (Joachims 2002). The click-log format: docs/clicks.md.
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("train", metavar="TRAIN", help="training data: a LETOR/SVMlight file with qid")
+    parser.add_argument("train", metavar="TRAIN", nargs="+",
+                        help="training data: a LETOR/SVMlight file with qid (with --scheduler: one file per shard)")
+    parser.add_argument("--scheduler", metavar="ADDR",
+                        help="fit on a dask cluster (tcp://host:8786): the workers read the TRAIN files, one shard "
+                             "each, and the pair-free solver runs over them; X never reaches this process")
     parser.add_argument("--model", metavar="PATH", required=True, help="where to write the JSON model")
     parser.add_argument("--method",
                         help="ranksvm (default), cs-ranksvm, rsvm-ir-rank, rsvm-ir-query, rsvm-ir-qp, rsvm-ir-gd, "
@@ -198,6 +203,11 @@ def _run_clicks(args) -> int:
 
 
 def run(args) -> int:
+    if args.scheduler is not None:
+        return _run_dask(args)
+    if len(args.train) > 1:
+        raise ValidationError("several TRAIN files are shards for a dask cluster: give --scheduler ADDR")
+    args.train = args.train[0]
     if args.clicks is not None:
         return _run_clicks(args)
     for flag in ("rule", "propensities", "estimator", "clip", "normalize"):
@@ -233,6 +243,41 @@ def run(args) -> int:
     print(f"wrote {args.model}")
     print(status_line(model.result_))
     return 3 if model.result_.status == "user_limit" else 0
+
+
+def _run_dask(args) -> int:
+    """``--scheduler``: the TRAIN files read on the cluster's workers (:meth:`fit_files`)."""
+    for flag in ("clicks", "rule", "propensities", "estimator", "clip"):
+        if getattr(args, flag) is not None:
+            raise ValidationError(f"--{flag} is not for --scheduler: a click log is fitted in memory")
+    args.method = args.method or "ranksvm"
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ValidationError("--scheduler needs dask.distributed: pip install 'cvxrank[dask]'") from None
+    from cvxrank._io import check_outputs
+    from cvxrank.estimators.methods import make_ranker, method_label
+
+    check_outputs([args.model], args.train)
+    model = make_ranker(args.method, **ranker_params(args), **({"verbose": True} if args.verbose else {}))
+    try:
+        client = Client(args.scheduler, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise ValidationError(f"cannot reach the dask scheduler at {args.scheduler}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    try:
+        model.fit_files(args.train, client=client, dtype=args.dtype)
+    finally:
+        client.close()
+    res = model.result_
+    print(f"{method_label(args.method)} on {len(args.train)} shards via {args.scheduler}: {res.n_documents} documents, "
+          f"{res.n_pairs} pairs, {model.n_features_in_} features")
+    print(f"solver cutting_plane (pairfree, dask): status {res.status}, certified relative gap "
+          f"{res.relative_gap:.2e}, {res.oracle_calls} oracle calls, {res.setup_time + res.solve_time:.2f} s")
+    model.save(args.model)
+    print(f"wrote {args.model}")
+    print(f"status {res.status}, certified relative gap {res.relative_gap:.2e}")
+    return 0 if res.status == "optimal" else 3
 
 
 def status_line(result) -> str:

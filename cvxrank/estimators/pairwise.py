@@ -121,6 +121,70 @@ class _PairwiseRanker(BaseRanker):
         self.tau_ = table
         return self
 
+    def fit_files(self, files, *, client, n_features=None, dtype="float64"):
+        """Fit ``w`` on LETOR/SVMlight files read by the workers of a dask cluster: ``X`` never reaches the client.
+
+        The papers' hinge problem (9)/SIGIR, solved pair-free over query shards
+        (:func:`cvxrank.native.dask_files.solve_files`: cutting planes and the Newton phase, certified like
+        ``solver="cutting_plane"``).
+
+        Parameters
+        ----------
+        files : sequence
+            One item per shard: a path, or a list of paths (plain or gzip/bzip2/xz); a query must sit in one shard.
+        client : dask.distributed.Client
+        n_features : int, optional
+            Feature count (default: the largest index over all files).
+        dtype : {"float64", "float32"}, default "float64"
+            Storage of ``X`` on the workers.
+
+        Returns
+        -------
+        self
+            With ``result_`` a :class:`~cvxrank.native.dask_files.FilesSolution`.
+
+        Raises
+        ------
+        ValidationError
+            For ``tau="estimate"`` (it needs the documents on the client: give ``tau``), a variant other than the
+            papers' problem, the gradient-descent optimizer, or bad shards (:func:`~cvxrank.native.dask_files.files_oracle`).
+        """
+        import warnings
+
+        from cvxrank.exceptions import InaccurateSolutionWarning
+        from cvxrank.native.dask_files import solve_files
+
+        self._check_params()
+        if not self._variant().is_default:
+            raise ValidationError("fit_files solves the papers' hinge problem (9) only; fit a variant on data in memory")
+        if getattr(self, "optimizer", "qp") != "qp":
+            raise ValidationError("fit_files runs the pair-free solver; optimizer='gd' needs the data in memory")
+        kind = getattr(self, "variant", "both")
+        tau = None if kind == "query" else getattr(self, "tau", None)
+        mu = None if kind == "rank" else getattr(self, "mu", None)
+        if isinstance(tau, str):
+            raise ValidationError(f"tau={tau!r} needs the documents on the client; give tau as "
+                                  "{(higher, lower): value} (or None) to fit from files")
+        lam = resolve_lam(self.lam, self.C)
+        res = solve_files(client, files, tau=tau, mu=mu, lam=lam, tol=self.tol or 1e-6,
+                          max_iter=self.max_iter or 3000, n_features=n_features, dtype=np.dtype(dtype),
+                          verbose=bool(self.verbose))
+        if res.status != "optimal":
+            warnings.warn(f"fit_files: certified relative gap {res.relative_gap:.2e} above tol (status {res.status}); "
+                          "raise max_iter", InaccurateSolutionWarning, stacklevel=2)
+        self.coef_ = np.asarray(res.w, dtype=np.float64)
+        self.n_features_in_ = int(res.w.shape[0])
+        self.result_ = res
+        self.solve_summary_ = {"solver": "cutting_plane", "formulation": "pairfree", "status": res.status,
+                               "relative_gap": res.relative_gap, "objective": res.objective,
+                               "setup_time": res.setup_time, "solve_time": res.solve_time,
+                               "oracle_calls": res.oracle_calls, "n_documents": res.n_documents,
+                               "n_pairs": res.n_pairs, "shards": len(files)}
+        self.n_iter_ = int(res.iterations)
+        self.lam_ = lam
+        self.tau_ = tau
+        return self
+
     def fit_path(self, X, y=None, qid=None, *, lams) -> list:
         """Fit one model per ``λ`` in ``lams`` on a single compiled problem.
 
