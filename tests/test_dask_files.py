@@ -79,6 +79,20 @@ def test_solve_from_files_equals_the_local_solve(client, shards, newton_gap):
     assert remote.bytes_received < 2_000 * remote.rounds * 3  # O(n) numbers a shard, never X
 
 
+def test_squared_hinge_from_files_equals_the_local_solve(client, shards):
+    from cvxrank.variants import Variant
+
+    problem = RankingProblem(local_data(shards), tau=TAU, mu="balanced", lam=0.05, variant=Variant(loss="squared_hinge"))
+    local = solve(problem, "truncated_newton", tol=1e-8)
+    remote = solve_files(client, shards, tau=TAU, mu="balanced", lam=0.05, tol=1e-8, loss="squared_hinge")
+    assert local.status == remote.status == "optimal"
+    within_certificates(local, remote)
+    assert remote.oracle_calls == local.extras["oracle_calls"]
+    on_cluster = solve(problem, "truncated_newton", tol=1e-8, client=client, n_shards=3)
+    within_certificates(local, on_cluster)
+    assert on_cluster.extras["oracle_calls"] == local.extras["oracle_calls"]
+
+
 @pytest.mark.slow
 def test_shards_stay_on_the_workers_along_a_path(client, shards):
     oracle = files_oracle(client, [shards[:2], shards[2]], mu="balanced")

@@ -132,6 +132,63 @@ def _shard_differences(shard: _Shard, token, w, delta):
     return D / root[:, None], c, alpha
 
 
+def _squared_hinge_oracle(shard: _Shard, margins):
+    """The shard's :class:`~cvxrank.native.variant_oracle.VariantOracle` (built once on its arrays, ``X`` shared)."""
+    from cvxrank.native.variant_oracle import VariantOracle
+
+    sq = getattr(shard, "sq_oracle", None)
+    if sq is None or not np.array_equal(sq.margins, np.where(np.tril(np.ones_like(margins), -1) > 0, margins, 0.0)):
+        o = shard.oracle
+        sq = VariantOracle(o.X, o._qc, o._gc, o.values, margins=margins, grades=o.grades, query_ids=o.query_ids)
+        shard.sq_oracle, shard.sq_w = sq, None
+    return sq
+
+
+def _shard_squared_at(shard: _Shard, w, margins):
+    sq = _squared_hinge_oracle(shard, margins)
+    s = sq.scores(w)
+    r = sq.squared_hinge_scores(s, hessian=True)
+    shard.sq_w, shard.sq_s, shard.sq_r = w, s, r
+    return {"loss": r.loss, "linear": r.linear, "n_violated": r.n_violated, "rounding": r.rounding,
+            "gradient": sq.gradient(r.score_gradient)}
+
+
+def _squared_state(shard, w, margins):
+    if getattr(shard, "sq_w", None) is None or not np.array_equal(shard.sq_w, w):  # lost (a worker re-read it)
+        _shard_squared_at(shard, w, margins)
+    return shard.sq_oracle
+
+
+def _shard_squared_hv(shard: _Shard, u, w, margins):
+    sq = _squared_state(shard, w, margins)
+    return sq.gradient(shard.sq_r.hessian_product(sq.scores(u)))
+
+
+def _shard_squared_direction(shard: _Shard, d, w, margins):
+    sq = _squared_state(shard, w, margins)
+    shard.sq_z = sq.scores(d)
+    shard.sq_d = d
+    return None
+
+
+def _shard_squared_loss(shard: _Shard, t, d, w, margins):
+    sq = _squared_state(shard, w, margins)
+    if getattr(shard, "sq_d", None) is None or not np.array_equal(shard.sq_d, d):
+        _shard_squared_direction(shard, d, w, margins)
+    return sq.squared_hinge_scores(shard.sq_s + t * shard.sq_z).loss
+
+
+class _SquaredHingeSums:
+    """The squared hinge's sums over shards at one point (what :func:`~cvxrank.native.truncated_newton.truncated_newton`
+    and its certificate read)."""
+
+    def __init__(self, parts):
+        self.loss = float(sum(p["loss"] for p in parts))
+        self.linear = float(sum(p["linear"] for p in parts))
+        self.n_violated = int(sum(p["n_violated"] for p in parts))
+        self.rounding = float(sum(p["rounding"] for p in parts))
+
+
 def _payload(x) -> int:
     """Bytes of the numbers in a shard's answer (arrays and scalars; the messages' framing not counted)."""
     if isinstance(x, np.ndarray):
@@ -351,6 +408,32 @@ class DaskOracle:
         total["delta"] = delta
         total["band"] = _ShardBand(self, token, w, delta, int(total["k"]))
         return total
+
+    # -- the squared hinge's protocol (truncated Newton) ---------------------------
+    def _margins(self):
+        margins = getattr(self, "margins", None)
+        G = self.grades.shape[0]
+        return np.tril(np.ones((G, G)), k=-1) if margins is None else margins
+
+    def squared_hinge_at(self, w):
+        """``(sums, Xᵀ g)`` of the squared hinge at ``w``, summed over shards; each shard keeps its Hessian."""
+        w = self._check_w(w)
+        parts = self._round(_shard_squared_at, w, self._margins(), what="a squared-hinge evaluation")
+        self._sq_w = w
+        return _SquaredHingeSums(parts), np.sum([p["gradient"] for p in parts], axis=0)
+
+    def squared_hinge_hessian_vector(self, u):
+        """``Xᵀ H_s X u`` at the last point of :meth:`squared_hinge_at`, summed over shards."""
+        u = np.asarray(u, dtype=np.float64).ravel()
+        return np.sum(self._round(_shard_squared_hv, u, self._sq_w, self._margins(), what="a Hessian product"),
+                      axis=0)
+
+    def squared_hinge_line(self, d):
+        """``t ↦ R_2(w + t d)`` from the last point, each shard holding ``X d``."""
+        d = np.asarray(d, dtype=np.float64).ravel()
+        w, margins = self._sq_w, self._margins()
+        self._round(_shard_squared_direction, d, w, margins, what="a line search")
+        return lambda t: float(sum(self._round(_shard_squared_loss, float(t), d, w, margins, what="a line search")))
 
     def close(self) -> None:
         """Release the shards held by the cluster."""

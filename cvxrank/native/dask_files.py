@@ -313,17 +313,23 @@ class FilesSolution:
 
 
 def solve_files(client, files=None, *, tau=None, mu=None, lam: float = 0.5, tol: float = 1e-6,
-                oracle: DaskOracle | None = None, n_features: int | None = None, dense: bool | None = None,
-                dtype=np.float64, timeout: float = DEFAULT_TIMEOUT, **options) -> FilesSolution:
-    """The certified hinge solve (9)/SIGIR over shards read from files on the workers.
+                loss: str = "hinge", oracle: DaskOracle | None = None, n_features: int | None = None,
+                dense: bool | None = None, dtype=np.float64, timeout: float = DEFAULT_TIMEOUT,
+                **options) -> FilesSolution:
+    """The certified solve of (9)/SIGIR (``loss="hinge"``) or its squared-hinge variant over shards read from
+    files on the workers.
 
     ``oracle`` (from :func:`files_oracle`) re-uses shards already on the workers (a ``λ`` path: pass
     ``warm_start_w``); otherwise ``files`` are read. ``options`` go to
-    :func:`~cvxrank.native.cutting_plane.cutting_plane` (``max_iter``, ``warm_start_w``, ``newton_gap``,
-    ``time_limit``, ...). Status ``"optimal"`` when the certified relative gap is at most ``tol``.
+    :func:`~cvxrank.native.cutting_plane.cutting_plane` (hinge: ``max_iter``, ``warm_start_w``, ``newton_gap``,
+    ``time_limit``, ...) or :func:`~cvxrank.native.truncated_newton.truncated_newton` (squared hinge). Status
+    ``"optimal"`` when the certified relative gap is at most ``tol``.
     """
     from cvxrank.native.cutting_plane import cutting_plane
+    from cvxrank.native.truncated_newton import truncated_newton
 
+    if loss not in ("hinge", "squared_hinge"):
+        raise ValidationError(f"loss must be 'hinge' or 'squared_hinge', got {loss!r}")
     lam = check_lam(lam)
     t0 = time.perf_counter()
     if oracle is None:
@@ -335,7 +341,11 @@ def solve_files(client, files=None, *, tau=None, mu=None, lam: float = 0.5, tol:
         raise ValidationError("with oracle=, the files and costs are the oracle's: pass neither files nor tau/mu")
     setup = time.perf_counter() - t0
     rounds, sent, received = oracle.rounds, oracle.bytes_sent, oracle.bytes_received
-    run = cutting_plane(oracle, lam, tol=tol, **options)
+    if loss == "hinge":
+        run = cutting_plane(oracle, lam, tol=tol, **options)
+    else:
+        oracle.margins = None  # the papers' margin of 1
+        run = truncated_newton(oracle, lam, tol=tol, **options)
     status = "optimal" if run.relative_gap <= tol else run.status
     return FilesSolution(w=run.w, objective=run.objective, lower_bound=run.lower_bound, status=status, lam=lam,
                          oracle_calls=run.oracle_calls, iterations=run.iterations, rounds=oracle.rounds - rounds,

@@ -42,7 +42,7 @@ import scipy.sparse.linalg as spla
 from cvxrank._optim import MIN_STEP, armijo_step
 from cvxrank._validation import Interval, check
 from cvxrank.costs import check_lam
-from cvxrank.exceptions import InaccurateSolutionWarning
+from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.cutting_plane import blas_threads, certifiable_gap
 from cvxrank.native.scale import check_scale
@@ -154,11 +154,42 @@ def truncated_newton(oracle: VariantOracle, lam: float, *, tol: float = 1e-6, ma
                     stall_after, verbose)
 
 
+class _LocalSquaredHinge:
+    """The squared-hinge protocol of :func:`truncated_newton` on a local
+    :class:`~cvxrank.native.variant_oracle.VariantOracle` (an oracle over shards, such as
+    :class:`~cvxrank.native.dask.DaskOracle`, implements the same three methods by summing its shards):
+
+    * ``squared_hinge_at(w)``: ``(result, Xᵀ g)`` with ``result.loss``, ``result.linear``, ``result.n_violated``;
+    * ``squared_hinge_hessian_vector(u)``: ``Xᵀ H_s X u`` at the last point;
+    * ``squared_hinge_line(d)``: ``t ↦ R_2(w + t d)`` from the last point (one product with ``X``).
+    """
+
+    def __init__(self, oracle):
+        self.oracle = oracle
+        self._s = self._r = None
+
+    def squared_hinge_at(self, w):
+        o = self.oracle
+        self._s = o.scores(w)
+        self._r = o.squared_hinge_scores(self._s, hessian=True)
+        return self._r, o.gradient(self._r.score_gradient)
+
+    def squared_hinge_hessian_vector(self, u):
+        o = self.oracle
+        return o.gradient(self._r.hessian_product(o.scores(u)))
+
+    def squared_hinge_line(self, d):
+        o, s = self.oracle, self._s
+        z = o.scores(d)
+        return lambda t: o.squared_hinge_scores(s + t * z).loss
+
+
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, forcing, stall_after,
          verbose) -> NewtonRun:
     start = time.perf_counter()
-    s = oracle.scores(w)
-    r = oracle.squared_hinge_scores(s, hessian=True)
+    if not hasattr(oracle, "squared_hinge_at"):
+        oracle = _LocalSquaredHinge(oracle)
+    r, grad_loss = oracle.squared_hinge_at(w)
     calls, cg_total, it = 1, 0, 0
     lower, history, status = 0.0, [], "user_limit"
     g0 = None
@@ -166,7 +197,6 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, 
     step = 0.0
     while True:
         F = lam * float(w @ w) + r.loss
-        grad_loss = oracle.gradient(r.score_gradient)
         grad = 2.0 * lam * w + grad_loss
         # the best bound so far, never above F (a gap below 0 is rounding: F ≥ min F ≥ every bound)
         lower = min(max(lower, squared_hinge_bound(r, grad_loss, lam)), F)
@@ -195,31 +225,29 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, 
                 break
         it += 1
         eta = min(forcing, np.sqrt(gnorm / g0)) if g0 > 0 else forcing
-        d, steps = _direction(oracle, lam, r, grad, eta, cg_max_iter)
+        d, steps = _direction(oracle, lam, grad, eta, cg_max_iter)
         cg_total += steps
         slope = float(grad @ d)
         if not slope < 0:  # CG returned no descent direction (rounding at the floor): use the gradient
             d, slope = -grad, -gnorm * gnorm
-        step, evaluations = _line_search(oracle, lam, w, s, d, F, slope)
+        step, evaluations = _line_search(oracle, lam, w, d, F, slope)
         calls += evaluations
         if step <= MIN_STEP:
             status = "float_limit" if tol < floor else "stalled"
             break
         w = w + step * d
-        s = oracle.scores(w)  # fresh X w: the certificate reads the scores of the returned w
-        r = oracle.squared_hinge_scores(s, hessian=True)
+        r, grad_loss = oracle.squared_hinge_at(w)  # fresh X w: the certificate reads the scores of the returned w
         calls += 1
     return NewtonRun(w=w, objective=float(F), lower_bound=float(lower), status=status, iterations=it,
                      oracle_calls=calls, cg_iterations=cg_total, solve_time=time.perf_counter() - start,
                      floor=floor, history=pd.DataFrame(history))
 
 
-def _direction(oracle, lam, r, grad, eta, cg_max_iter):
+def _direction(oracle, lam, grad, eta, cg_max_iter):
     """CG on ``(2λ I + Xᵀ H_s X) d = −∇F`` to ``‖residual‖ ≤ η ‖∇F‖``; returns ``(d, CG steps)``."""
     n = grad.shape[0]
-    hess = r.hessian_product
     op = spla.LinearOperator((n, n), dtype=np.float64,
-                             matvec=lambda u: 2.0 * lam * u + oracle.gradient(hess(oracle.scores(u))))
+                             matvec=lambda u: 2.0 * lam * u + oracle.squared_hinge_hessian_vector(u))
     steps = [0]
 
     def count(_):
@@ -229,13 +257,13 @@ def _direction(oracle, lam, r, grad, eta, cg_max_iter):
     return d, steps[0]
 
 
-def _line_search(oracle, lam, w, s, d, F, slope):
+def _line_search(oracle, lam, w, d, F, slope):
     """Armijo's step along ``d`` on the scores ``s + t X d`` (one product with ``X``); returns ``(t, evaluations)``."""
-    z = oracle.scores(d)
+    loss = oracle.squared_hinge_line(d)
     ww, wd, dd = float(w @ w), float(w @ d), float(d @ d)
 
     def phi(t):
-        return lam * (ww + 2.0 * t * wd + t * t * dd) + oracle.squared_hinge_scores(s + t * z).loss
+        return lam * (ww + 2.0 * t * wd + t * t * dd) + loss(t)
 
     step, _, evaluations = armijo_step(phi, F, slope)
     return step, evaluations
@@ -249,7 +277,7 @@ def solve_truncated_newton(problem, **options):
 
 
 def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 200,
-           time_limit: float | None = None, warm_start_w=None, **options):
+           time_limit: float | None = None, warm_start_w=None, client=None, n_shards=None, **options):
     """The backend of ``solve(problem, "truncated_newton")``: a squared-hinge problem solved pair-free.
 
     The problem's variant must have ``loss="squared_hinge"`` and margin None (1),
@@ -262,6 +290,9 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         (or a :class:`~cvxrank.formulations.Formulation`: its problem is solved).
     tol, verbose, max_iter, time_limit, warm_start_w
         As for :func:`truncated_newton`.
+    client : dask.distributed.Client, optional
+        Run over query shards on this cluster (:class:`~cvxrank.native.dask.DaskOracle`, ``n_shards`` of
+        them): the same Newton steps, every sum over the shards.
     **options
         Passed to :func:`truncated_newton` (``cg_max_iter``, ``forcing``, ``threads``, ...).
 
@@ -277,7 +308,16 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
                                       "use 'cutting_plane' for the papers' hinge or a CVXPY solver")
     check_scale(problem.data.X, costs.values[costs.n_pairs > 0].max(initial=0.0), problem.lam)
     variant = problem.variant
-    oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
+    if client is not None:
+        from cvxrank.native.dask import DaskOracle
+        from cvxrank.native.variant_oracle import margin_table
+
+        oracle = DaskOracle(client, problem.data, costs, n_shards=n_shards)
+        oracle.margins = margin_table(oracle.grades, variant.margin)
+    elif n_shards is not None:
+        raise ValidationError("n_shards needs a dask client")
+    else:
+        oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0
     run = truncated_newton(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit,
                            warm_start_w=warm_start_w, verbose=verbose, **options)
