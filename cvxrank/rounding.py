@@ -74,6 +74,27 @@ def _required_margins(problem: RankingProblem) -> np.ndarray | float:
     return variant.margins(problem.pairs) if variant.margin is not None else 1.0
 
 
+def _member_rows(problem: RankingProblem):
+    """The rows of ``X`` that are in some pair, when that is a small part of them (a problem made from
+    preference groups holds every document of its log, shown or not); None: every row."""
+    groups = problem.groups
+    if groups is None:
+        return None
+    rows = np.unique(groups.document)
+    return rows if rows.size < 0.5 * problem.data.n_documents else None
+
+
+def abs_scores(problem: RankingProblem, w) -> np.ndarray:
+    """``|X| |w|`` per document (the magnitudes every rounding bound here starts from); 0 for documents in
+    no pair of a problem made from preference groups, whose rows are not read."""
+    rows = _member_rows(problem)
+    if rows is None:
+        return abs_matvec(problem.data.X, w)
+    t = np.zeros(problem.data.n_documents)
+    t[rows] = abs_matvec(problem.data.X[rows], w)
+    return t
+
+
 def primal_rounding(problem: RankingProblem, w, t=None) -> float:
     """A bound on ``|M̃(w) − M(w)|``, the float64 rounding of the QP objective (14) (or the variant's) at ``w``.
 
@@ -91,7 +112,7 @@ def primal_rounding(problem: RankingProblem, w, t=None) -> float:
     """
     w = np.asarray(w, dtype=np.float64)
     n, m, m_max, P = _shape(problem)
-    t = abs_matvec(problem.data.X, w) if t is None else t
+    t = abs_scores(problem, w) if t is None else t
     variant = problem.variant
     rho = variant.l1 / (2.0 * problem.lam)
     ww = float(np.dot(w, w))
@@ -215,7 +236,7 @@ def model_rounding(problem: RankingProblem, w, t=None) -> float:
     """
     w = np.asarray(w, dtype=np.float64)
     n, m, m_max, P = _shape(problem)
-    t = abs_matvec(problem.data.X, w) if t is None else t
+    t = abs_scores(problem, w) if t is None else t
     if problem.has_pairs:
         pairs = problem.pairs
         C = problem.C
@@ -223,7 +244,9 @@ def model_rounding(problem: RankingProblem, w, t=None) -> float:
         reach = float(np.max(np.abs(_required_margins(problem)), initial=1.0))
     else:
         W, reach = _document_weights(problem)
-    grad = gamma(m + m_max + n + SLACK) * abs_rmatvec(problem.data.X, W)
+    rows = _member_rows(problem)  # W is 0 outside them
+    grad = gamma(m + m_max + n + SLACK) * (abs_rmatvec(problem.data.X, W) if rows is None
+                                           else abs_rmatvec(problem.data.X[rows], W[rows]))
     squared = problem.variant.loss == "squared_hinge"
     per_doc = (2.0 * reach + 2.0 * t.max(initial=0.0) + 1.0) if squared else 1.0
     values = gamma(n + m + m_max + SLACK) * float(np.sum(W * (reach + t) * per_doc))

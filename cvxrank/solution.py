@@ -33,11 +33,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cvxrank._float64 import abs_matvec
 from cvxrank.certificate import MARGIN_BANDS, certify, reduced_dual
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.problem import RankingProblem
-from cvxrank.rounding import TINY, U, dual_rounding, gamma, model_rounding, primal_rounding
+from cvxrank.rounding import TINY, U, abs_scores, dual_rounding, gamma, model_rounding, primal_rounding
 
 __all__ = ["SCALES", "BackendReport", "Certificate", "SolveResult", "certify_solution", "finish", "infeasible",
            "judge_status"]
@@ -499,7 +498,7 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
     L = float(report.objective_L) if report.objective_L is not None else problem.hinge_objective(w)
     M = problem.qp_objective(w) if problem.has_pairs else L / (2.0 * lam)
     gap_L, kind, alpha, dual_residual, affine = math.inf, "none", None, math.nan, ()
-    t = abs_matvec(problem.data.X, w)
+    t = abs_scores(problem, w)
     primal_r = primal_rounding(problem, w, t)
     if report.lower_bound is not None:
         gap_L, kind = L - float(report.lower_bound), report.bound_name

@@ -292,3 +292,25 @@ def test_band_finish_is_a_dual_point_and_closes_the_gap(log, lam):
     assert L <= ref.objective * (1.0 + 1e-12) + ref.gap_L
     assert F - L <= 1e-7 * F
     np.testing.assert_allclose(w, u / (2.0 * lam))
+
+
+def test_certificate_reads_only_the_shown_rows_when_few_documents_were_shown():
+    """A log shows a few documents of many: the rounding allowance reads only the rows in some pair (the
+    others enter no pair), and the certificate still agrees with Clarabel on the explicit pairs."""
+    from cvxrank.rounding import _member_rows, abs_scores
+
+    data = cr.make_ranking(n_queries=12, docs_per_query=(30, 40), n_features=5, random_state=3)
+    log = make_clicks(data, eta=1.0, n_sessions=600, top_k=3, random_state=4)
+    problem = click_problem(log, "propensity", lam=0.5)
+    rows = _member_rows(problem)
+    assert rows is not None and rows.size < 0.5 * data.n_documents
+    w = np.linspace(-1.0, 1.0, data.n_features)
+    t = abs_scores(problem, w)
+    assert np.array_equal(t[rows], np.abs(data.X[rows]) @ np.abs(w)) and not t[np.setdiff1d(
+        np.arange(data.n_documents), rows)].any()
+    native = cr.solve(problem, "cutting_plane")
+    explicit = cr.solve(cr.RankingProblem(*click_pairs(log, "propensity")[:1], weights=click_pairs(
+        log, "propensity")[1], lam=0.5), "clarabel")
+    assert native.status == "optimal" and explicit.status == "optimal"
+    assert abs(native.objective - explicit.objective) <= native.gap_L + explicit.gap_L
+    assert np.abs(native.w - explicit.w).max() <= native.distance_bound + explicit.distance_bound
