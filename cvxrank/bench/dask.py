@@ -75,7 +75,7 @@ def _worker_peak():
 
 
 def _mb(x):
-    return f"{x / 2**20:,.0f} MB"
+    return f"{x / 2**20:,.0f} MiB"
 
 
 def run(args) -> int:
