@@ -172,6 +172,18 @@ def test_estimator_fit_files(client, shards):
     assert model.n_features_in_ == 5 and model.solve_summary_["status"] == "optimal"
     with pytest.raises(ValidationError, match="tau='estimate' needs the documents on the client"):
         RankSVMIR(lam=0.05).fit_files(shards, client=client)
+    with pytest.raises(ValidationError, match="fit other variants on data in memory"):
+        RankSVMIR(tau=TAU, lam=0.05, margin="grade_difference").fit_files(shards, client=client)
+
+
+@pytest.mark.slow
+def test_estimator_fit_files_squared_hinge(client, shards):
+    from cvxrank.estimators import RankSVM
+
+    model = RankSVM(lam=0.05, tol=1e-8, loss="squared_hinge").fit_files(shards, client=client)
+    local = RankSVM(lam=0.05, tol=1e-8, loss="squared_hinge", solver="truncated_newton").fit(local_data(shards))
+    within_certificates(local.result_, model.result_)
+    assert model.solve_summary_["solver"] == "truncated_newton"
 
 
 def test_cli_fit_with_scheduler(client, shards, tmp_path, capsys):
@@ -196,3 +208,33 @@ def test_cli_unreachable_scheduler(shards, tmp_path, capsys):
     assert main(["fit", "--scheduler", "tcp://127.0.0.1:9", shards[0], "--model", str(tmp_path / "y.json")]) == 2
     assert "cannot reach the dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
     assert not (tmp_path / "y.json").exists()
+
+
+@pytest.mark.slow
+def test_worker_processes_budget_and_a_killed_worker(shards):
+    """Worker processes: the memory budget applies on each worker; a worker killed mid-path is replaced and its
+    shards are read again, with the same solution."""
+    import os
+
+    from cvxrank._memory import MemoryBudgetError, set_memory_budget
+
+    cluster, client = cluster_client(processes=True)
+    try:
+        client.run(set_memory_budget, "1KB")
+        with pytest.raises(MemoryBudgetError, match="shard-"):
+            files_oracle(client, shards)
+        client.run(set_memory_budget, None)
+        oracle = files_oracle(client, shards, mu="balanced", timeout=60.0)
+        first = solve_files(client, oracle=oracle, lam=0.5, tol=1e-8)
+        victim = next(iter(client.scheduler_info()["workers"]))
+        try:
+            client.run(os._exit, 1, workers=[victim])
+        except Exception:  # the connection to the killed worker closes under the call
+            pass
+        again = solve_files(client, oracle=oracle, lam=0.5, tol=1e-8)
+        local = solve(RankingProblem(local_data(shards), mu="balanced", lam=0.5), "cutting_plane", tol=1e-8)
+        within_certificates(local, first)
+        within_certificates(local, again)
+    finally:
+        client.close()
+        cluster.close()

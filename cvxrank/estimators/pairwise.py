@@ -124,9 +124,9 @@ class _PairwiseRanker(BaseRanker):
     def fit_files(self, files, *, client, n_features=None, dtype="float64"):
         """Fit ``w`` on LETOR/SVMlight files read by the workers of a dask cluster: ``X`` never reaches the client.
 
-        The papers' hinge problem (9)/SIGIR, solved pair-free over query shards
-        (:func:`cvxrank.native.dask_files.solve_files`: cutting planes and the Newton phase, certified like
-        ``solver="cutting_plane"``).
+        The papers' hinge problem (9)/SIGIR (or, with ``loss="squared_hinge"``, its squared hinge), solved
+        pair-free over query shards (:func:`cvxrank.native.dask_files.solve_files`: cutting planes and the Newton
+        phase, or truncated Newton, certified like ``solver="cutting_plane"`` / ``"truncated_newton"``).
 
         Parameters
         ----------
@@ -147,7 +147,7 @@ class _PairwiseRanker(BaseRanker):
         ------
         ValidationError
             For ``tau="estimate"`` (it needs the documents on the client: give ``tau``), a variant other than the
-            papers' problem, the gradient-descent optimizer, or bad shards (:func:`~cvxrank.native.dask_files.files_oracle`).
+            papers' problem or its squared hinge, the gradient-descent optimizer, or bad shards (:func:`~cvxrank.native.dask_files.files_oracle`).
         """
         import warnings
 
@@ -155,8 +155,12 @@ class _PairwiseRanker(BaseRanker):
         from cvxrank.native.dask_files import solve_files
 
         self._check_params()
-        if not self._variant().is_default:
-            raise ValidationError("fit_files solves the papers' hinge problem (9) only; fit a variant on data in memory")
+        variant = self._variant()
+        loss = variant.loss
+        if not Variant(loss="hinge", margin=variant.margin, l1=variant.l1, lower=variant.lower,
+                       upper=variant.upper).is_default:
+            raise ValidationError("fit_files solves the papers' problem (9), with the hinge or the squared hinge; "
+                                  "fit other variants on data in memory")
         if getattr(self, "optimizer", "qp") != "qp":
             raise ValidationError("fit_files runs the pair-free solver; optimizer='gd' needs the data in memory")
         kind = getattr(self, "variant", "both")
@@ -166,16 +170,17 @@ class _PairwiseRanker(BaseRanker):
             raise ValidationError(f"tau={tau!r} needs the documents on the client; give tau as "
                                   "{(higher, lower): value} (or None) to fit from files")
         lam = resolve_lam(self.lam, self.C)
-        res = solve_files(client, files, tau=tau, mu=mu, lam=lam, tol=self.tol or 1e-6,
-                          max_iter=self.max_iter or 3000, n_features=n_features, dtype=np.dtype(dtype),
-                          verbose=bool(self.verbose))
+        res = solve_files(client, files, tau=tau, mu=mu, lam=lam, tol=self.tol or 1e-6, loss=loss,
+                          max_iter=self.max_iter or (3000 if loss == "hinge" else 200), n_features=n_features,
+                          dtype=np.dtype(dtype), verbose=bool(self.verbose))
         if res.status != "optimal":
             warnings.warn(f"fit_files: certified relative gap {res.relative_gap:.2e} above tol (status {res.status}); "
                           "raise max_iter", InaccurateSolutionWarning, stacklevel=2)
         self.coef_ = np.asarray(res.w, dtype=np.float64)
         self.n_features_in_ = int(res.w.shape[0])
         self.result_ = res
-        self.solve_summary_ = {"solver": "cutting_plane", "formulation": "pairfree", "status": res.status,
+        self.solve_summary_ = {"solver": "cutting_plane" if loss == "hinge" else "truncated_newton",
+                               "formulation": "pairfree", "status": res.status,
                                "relative_gap": res.relative_gap, "objective": res.objective,
                                "setup_time": res.setup_time, "solve_time": res.solve_time,
                                "oracle_calls": res.oracle_calls, "n_documents": res.n_documents,
