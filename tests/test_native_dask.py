@@ -134,3 +134,21 @@ def test_worker_processes(data):
     finally:
         client.close()
         cluster.close()
+
+
+@pytest.mark.slow
+def test_a_lost_worker_is_a_clear_error(data):
+    """Shards sent from the client cannot be re-made: a lost worker is a one-line SolverError, not a hang."""
+    from cvxrank.exceptions import SolverError
+
+    cluster, client = cluster_client(processes=False)
+    try:
+        oracle = DaskOracle(client, data, timeout=30.0)
+        oracle(np.ones(4))
+        client.sync(next(iter(cluster.workers.values())).close)
+        with pytest.raises(SolverError, match=r"^a dask worker holding a shard was lost during an oracle call "
+                                              r"\(FuturesCancelledError\); its shards were sent from the client"):
+            oracle(np.ones(4))
+    finally:
+        client.close()
+        cluster.close()

@@ -345,10 +345,12 @@ class DaskOracle:
             raise SolverError(f"no answer from the dask shards within {self.timeout:g} s ({what}; {alive} workers "
                               "alive): a worker died or the cluster is saturated") from None
         except Exception as exc:
-            if type(exc).__name__ in ("KilledWorker", "FutureCancelledError", "CancelledError", "CommClosedError"):
-                raise SolverError(f"a dask worker holding a shard was lost during {what} ({type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0] if str(exc) else ''}); restart the solve (a shard read "
-                                  "from files is re-read on the other workers)") from None
+            if type(exc).__name__ in ("KilledWorker", "FutureCancelledError", "FuturesCancelledError",
+                                      "CancelledError", "CommClosedError"):
+                lost = ("its shards were sent from the client and are gone: restart the solve" if self.files is None
+                        else "its shards kept failing on the other workers")
+                raise SolverError(f"a dask worker holding a shard was lost during {what} ({type(exc).__name__}); "
+                                  f"{lost}") from None
             raise
         self.bytes_received += sum(_payload(p) for p in parts)
         return parts
