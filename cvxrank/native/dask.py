@@ -99,8 +99,11 @@ def _smoothed_parts(oracle, w, delta):
     return smoothed_parts(oracle, w, delta)
 
 
-def _evaluate_shard(shard: _Shard, w: np.ndarray, counts: bool, score_gradient: bool) -> OracleResult:
-    return shard.oracle(w, counts=counts, score_gradient=score_gradient)
+def _evaluate_shard(shard: _Shard, w: np.ndarray, counts: bool, score_gradient: bool) -> dict:
+    """The shard's numbers of an oracle call: ``n + 3`` (plus the counts and ``v`` when asked), not its query ids."""
+    r = shard.oracle(w, counts=counts, score_gradient=score_gradient)
+    return {"loss": r.loss, "violated_weight": r.violated_weight, "gradient": r.gradient, "rounding": r.rounding,
+            "counts": r.counts, "score_gradient": r.score_gradient}
 
 
 def _shard_band_counts(shard: _Shard, w, widths) -> np.ndarray:
@@ -197,8 +200,6 @@ def _payload(x) -> int:
         return sum(_payload(v) for v in x.values())
     if isinstance(x, (tuple, list)):
         return sum(_payload(v) for v in x)
-    if isinstance(x, OracleResult):
-        return sum(_payload(getattr(x, k)) for k in ("gradient", "score_gradient", "counts")) + 24
     return 8 if isinstance(x, (int, float, np.number)) else 0
 
 
@@ -362,16 +363,17 @@ class DaskOracle:
             raise ValidationError("score_gradient needs the documents' order, which shards read from files "
                                   "do not share with the client")
         parts = self._round(_evaluate_shard, w, counts, score_gradient)
-        table = np.concatenate([p.counts for p in parts], axis=0) if counts else None
+        table = np.concatenate([p["counts"] for p in parts], axis=0) if counts else None
         v = None
         if score_gradient:
             v = np.empty(self.n_documents)
             for docs, p in zip(self._documents, parts):
-                v[docs] = p.score_gradient
+                v[docs] = p["score_gradient"]
         return OracleResult(
-            loss=float(sum(p.loss for p in parts)), violated_weight=float(sum(p.violated_weight for p in parts)),
-            gradient=np.sum([p.gradient for p in parts], axis=0), score_gradient=v, counts=table,
-            rounding=float(sum(p.rounding for p in parts)), grades=self.grades, query_ids=self.query_ids,
+            loss=float(sum(p["loss"] for p in parts)),
+            violated_weight=float(sum(p["violated_weight"] for p in parts)),
+            gradient=np.sum([p["gradient"] for p in parts], axis=0), score_gradient=v, counts=table,
+            rounding=float(sum(p["rounding"] for p in parts)), grades=self.grades, query_ids=self.query_ids,
         )
 
     def _check_w(self, w) -> np.ndarray:
