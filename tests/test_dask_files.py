@@ -131,6 +131,10 @@ def test_bad_shards_are_refused(client, shards, tmp_path):
     (tmp_path / "bad.letor").write_text("1 qid:1 1:0.5\n0 qid:1 2:x\n")
     with pytest.raises(ValidationError, match="bad.letor, line 2"):
         files_oracle(client, [shards[0], str(tmp_path / "bad.letor")])
+    with gzip.open(tmp_path / "bad.letor.gz", "wb") as fh:  # read from a plain copy: the message names the original
+        fh.write(b"1 qid:1 1:0.5\n0 qid:1 2:x\n")
+    with pytest.raises(ValidationError, match=r"^\S*bad.letor.gz, line 2"):
+        files_oracle(client, [shards[0], str(tmp_path / "bad.letor.gz")])
     with pytest.raises(ValidationError, match="no such file"):
         files_oracle(client, [str(tmp_path / "missing.letor")])
 
