@@ -57,8 +57,8 @@ def position_propensity(k, eta: float = 1.0):
 
     Examples
     --------
-    >>> position_propensity([1, 2, 4], eta=1.0).tolist(), position_propensity(3, eta=2.0)
-    ([1.0, 0.5, 0.25], 0.1111111111111111)
+    >>> position_propensity([1, 2, 4], eta=1.0).tolist(), round(float(position_propensity(3, eta=2.0)), 12)
+    ([1.0, 0.5, 0.25], 0.111111111111)
     """
     eta = check("eta", eta, Interval(0, np.inf, closed="left"))
     arr = np.asarray(k)
