@@ -239,6 +239,8 @@ class DaskOracle:
     and keeps its band's rows; the Hessian (``n x n`` per shard) or the rows (for the jump) come back only
     when a step asks. So :func:`~cvxrank.native.cutting_plane.cutting_plane` runs the whole method, planes and
     Newton phase, with the iterates of the local solver up to the order of floating-point additions.
+    Data that should never be on the client: :func:`cvxrank.native.dask_files.files_oracle` (LETOR files read
+    on the workers).
 
     Parameters
     ----------
@@ -250,9 +252,6 @@ class DaskOracle:
         Number of query shards; default the number of workers.
     timeout : float, default :data:`DEFAULT_TIMEOUT`
         Seconds a round to the shards may take before :class:`~cvxrank.exceptions.SolverError` (a safety net).
-
-    Data that should never be on the client: :func:`cvxrank.native.dask_files.files_oracle` (LETOR files read
-    on the workers).
 
     Attributes
     ----------
