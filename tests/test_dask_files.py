@@ -242,3 +242,17 @@ def test_worker_processes_budget_and_a_killed_worker(shards):
     finally:
         client.close()
         cluster.close()
+
+
+def test_a_compressed_shard_is_read_from_a_plain_copy(shards, tmp_path):
+    from cvxrank.native.dask_files import _read_plain
+
+    gz = [p for p in shards if p.endswith(".gz")]
+    (copy,) = _read_plain(gz, True, np.float64)  # outside a worker (no memory_limit): from a plain copy
+    (direct,) = load_letor(gz, dense=True)
+    np.testing.assert_array_equal(copy.X, direct.X)
+    np.testing.assert_array_equal(copy.qid, direct.qid)
+    with gzip.open(tmp_path / "bad.letor.gz", "wb") as fh:
+        fh.write(b"1 qid:1 1:0.5\n0 qid:1 2:x\n")
+    with pytest.raises(ValidationError, match=r"^\S*/bad.letor.gz, line 2"):
+        _read_plain([str(tmp_path / "bad.letor.gz")], True, np.float64)

@@ -110,7 +110,8 @@ def _read_plain(paths, dense, dtype):
     """:func:`cvxrank.data.load_letor` of ``paths``, a compressed file first decompressed to a temporary plain file
     on the worker: the reader takes a plain file in linear time by byte ranges, a compressed stream in one piece
     (a gzipped web-sized shard: 11 s against 39 s in a worker). Messages name the original files; without the
-    disk room for the copy the stream is read as it is."""
+    disk room for the copy, or on a worker with a ``memory_limit`` (:func:`_room_for_copy`), the stream is read
+    as it is."""
     import shutil
     import tempfile
     import warnings
@@ -136,7 +137,11 @@ def _read_plain(paths, dense, dtype):
             try:
                 with src.open() as fh, open(copy, "wb") as out:
                     shutil.copyfileobj(fh, out, 2**22)
-            except OSError:  # no room on the worker's disk (or a corrupt stream: the reader names it)
+            except (OSError, EOFError, ValueError):  # no room on the worker's disk, or a corrupt stream (named below)
+                plain.append(p)
+                continue
+            if not _room_for_copy(os.path.getsize(copy)):
+                os.remove(copy)
                 plain.append(p)
                 continue
             plain.append(copy)
@@ -152,6 +157,19 @@ def _read_plain(paths, dense, dtype):
             raise type(exc)(message) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _room_for_copy(text: int) -> bool:
+    """Whether to read a plain copy of ``text`` bytes (faster, larger) rather than the compressed stream: only on a
+    worker without ``memory_limit``. Under a limit the byte-range read leaves a higher resident watermark (its
+    stacked pieces), and on ``cvxrank bench dask`` (limit just below X, four shards a worker) the later shards then
+    pushed a worker past the nanny's 95 % and it was restarted: the stream, slower, fits."""
+    try:
+        from distributed import get_worker
+
+        return not get_worker().memory_manager.memory_limit
+    except Exception:
+        return True
 
 
 def _summary(shard):
@@ -288,7 +306,16 @@ def _gather(client, futures, timeout, what):
         raise ValidationError(f"no answer from the dask workers within {timeout:g} s ({what})") from None
     except ImportError:  # pragma: no cover
         pass
-    return client.gather(futures)
+    try:
+        return client.gather(futures)
+    except Exception as exc:
+        if type(exc).__name__ == "KilledWorker":
+            from cvxrank._memory import MemoryBudgetError
+
+            raise MemoryBudgetError(f"{what}: a shard killed every worker that tried it (most often a memory_limit too "
+                                    "small for the shard): raise memory_limit, split the shard into more files, or "
+                                    "pass dtype=float32") from None
+        raise
 
 
 def _check_overlap(query_ids, summaries, groups):
