@@ -22,9 +22,27 @@ import stat
 
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["OWNER_FILE", "LOCK_FILE", "append_text", "atomic_output", "check_outputs", "claim_folder",
-           "discard_folder", "folder_lock", "folder_owner", "frame_to_json", "owning_folder", "plain_json",
-           "read_input", "read_pipe", "write_all", "write_atomic", "write_json", "FIFO_WAIT"]
+__all__ = [
+    "FIFO_WAIT",
+    "LOCK_FILE",
+    "OWNER_FILE",
+    "append_text",
+    "atomic_output",
+    "check_outputs",
+    "claim_folder",
+    "discard_folder",
+    "folder_lock",
+    "folder_owner",
+    "frame_to_json",
+    "owning_folder",
+    "plain_json",
+    "read_input",
+    "read_pipe",
+    "write_all",
+    "write_atomic",
+    "write_json",
+    "writing_into",
+]
 
 
 #: How text files encode what UTF-8 cannot: a file name that is not UTF-8 (``d\xff.letor``, read by
@@ -544,6 +562,33 @@ def discard_folder(folder, disposable=None, *, remove: bool = True) -> bool:
     except OSError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def writing_into(folder, command: str, *, overwrite: bool = False, disposable=None):
+    """Claim ``folder`` for ``command`` (:func:`claim_folder`), hold its lock (:func:`folder_lock`) and,
+    if the block fails before storing anything in a folder that was new or empty, discard what it left
+    (:func:`discard_folder`).
+
+    The discard happens while the lock is held: a command refused by the lock never touches the folder,
+    which another command is writing into (the two may both have seen it new).
+
+    Raises
+    ------
+    ValidationError
+        From :func:`claim_folder` or :func:`folder_lock`; the folder is left as it was.
+    """
+    folder = os.fspath(folder)
+    new = not os.path.exists(folder)
+    empty = new or not os.listdir(folder)
+    claim_folder(folder, command, overwrite=overwrite)
+    with folder_lock(folder):
+        try:
+            yield
+        except BaseException:
+            if empty:  # a full disk, an early interrupt: no empty folder of ours left behind
+                discard_folder(folder, disposable, remove=new)
+            raise
 
 
 @contextlib.contextmanager

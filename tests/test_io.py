@@ -1,5 +1,6 @@
 """The one writer of output files (cvxrank._io): atomic for regular files, never replacing a link or a FIFO."""
 
+import contextlib
 import os
 import re
 import signal
@@ -10,9 +11,12 @@ import pytest
 from cvxrank._io import (
     atomic_output,
     check_outputs,
+    LOCK_FILE,
+    OWNER_FILE,
     claim_folder,
     folder_lock,
     write_atomic,
+    writing_into,
 )
 from cvxrank.exceptions import ValidationError
 
@@ -98,6 +102,34 @@ def test_a_folder_belongs_to_one_command_and_is_locked_while_written(tmp_path):
         pass
     with folder_lock(st):  # the lock ended with its holder
         pass
+
+
+def test_a_command_refused_by_the_lock_leaves_the_folder_to_its_holder(tmp_path, monkeypatch):
+    """Two commands start into one new folder: both see it new, the other takes the lock between this
+    one's claim and its lock. This one is refused and must not discard the folder (the holder's marks
+    and the folder it is writing into); a failure while holding the lock discards what it made."""
+    import cvxrank._io as io
+
+    out = tmp_path / "out"
+    other = contextlib.ExitStack()
+    claim = io.claim_folder
+
+    def claim_then_the_other_locks(folder, command, **kw):
+        claim(folder, command, **kw)
+        other.enter_context(folder_lock(folder))
+
+    monkeypatch.setattr(io, "claim_folder", claim_then_the_other_locks)
+    with other, pytest.raises(ValidationError, match="another cvxrank command"), writing_into(out, "cv"):
+        pass
+    assert sorted(p.name for p in out.iterdir()) == sorted([OWNER_FILE, LOCK_FILE])
+    monkeypatch.setattr(io, "claim_folder", claim)
+    fresh = tmp_path / "fresh"
+    with pytest.raises(RuntimeError, match="disk full"), writing_into(fresh, "cv"):
+        raise RuntimeError("disk full")
+    assert not fresh.exists()
+    with writing_into(fresh, "cv"):
+        (fresh / "results.csv").write_text("a\n")
+    assert (fresh / "results.csv").exists() and (fresh / OWNER_FILE).exists()
 
 
 @pytest.mark.parametrize("where", ["chmod", "open"])

@@ -297,23 +297,16 @@ def _no_rows(path) -> bool:
 def run(args) -> int:
     import os
 
-    from cvxrank._io import LOCK_FILE, OWNER_FILE, check_outputs, claim_folder, discard_folder, folder_lock
+    from cvxrank._io import LOCK_FILE, OWNER_FILE, check_outputs, writing_into
 
     inputs = [s[len("letor:"):] for s in split(args.instances) if s.startswith("letor:")]
     report = None if args.no_report else (args.report or os.path.join(args.out, "report.md"))
     written = FOLDER_FILES | {OWNER_FILE, LOCK_FILE} | (set() if args.figures else {"figures"})
     check_outputs([report], inputs, folders=[args.out, args.figures], own={args.out: written})
     study = study_from_args(args)
-    new = not os.path.exists(args.out)
-    empty = new or not os.listdir(args.out)
-    claim_folder(args.out, "compare", overwrite=args.overwrite)
-    try:
-        with folder_lock(args.out):
-            return _run(args, study)
-    except BaseException:
-        if empty:  # nothing stored yet (a full disk, an early interrupt): no empty study folder left behind
-            discard_folder(args.out, _no_rows, remove=new)
-        raise
+    # nothing stored yet (a full disk, an early interrupt): no empty study folder left behind
+    with writing_into(args.out, "compare", overwrite=args.overwrite, disposable=_no_rows):
+        return _run(args, study)
 
 
 def _run(args, study) -> int:

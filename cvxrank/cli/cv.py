@@ -91,7 +91,7 @@ def splits_from_args(args):
 
 
 def run(args) -> int:
-    from cvxrank._io import check_outputs, claim_folder, discard_folder, folder_lock
+    from cvxrank._io import check_outputs, writing_into
     from cvxrank.experiments.cv import DEFAULT_METHODS, cross_validate, method_labels
     from cvxrank.reporting import markdown_table
 
@@ -134,17 +134,9 @@ def run(args) -> int:
         print(markdown_table(tests.set_index("method"), floatfmt=".3g"))
     if args.out:
         _check_out(args.out, args.overwrite)  # again: another cv may have written it meanwhile
-        new = not os.path.exists(args.out)
-        empty = new or not os.listdir(args.out)
-        claim_folder(args.out, "cv", overwrite=args.overwrite)
-        try:
-            with folder_lock(args.out):
-                for path in result.save(args.out):
-                    print(f"wrote {path}")
-        except BaseException:
-            if empty:  # a full disk: all the files or none, and no empty folder left behind
-                discard_folder(args.out, remove=new)
-            raise
+        with writing_into(args.out, "cv", overwrite=args.overwrite):  # all the files or none
+            for path in result.save(args.out):
+                print(f"wrote {path}")
     return 0
 
 
