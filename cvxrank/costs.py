@@ -388,6 +388,13 @@ class Costs:
     def __setattr__(self, name, value):
         raise AttributeError("Costs is immutable; make a new one")
 
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state):  # pickle and copy: the slots set once, as in __init__
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
     # -- construction ------------------------------------------------------
     @classmethod
     def coerce(cls, costs=None, *, tau=None, mu=None, weights=None) -> Costs:

@@ -218,3 +218,21 @@ def test_theorem1_C_bad_weights(weights):
 def test_theorem1_C_two_dimensional_weights():
     with pytest.raises(ValidationError, match="1-dimensional"):
         theorem1_C([[1.0, 2.0]], 1.0)
+
+
+def test_costs_and_a_problem_survive_pickle_and_copy():
+    """Immutable, yet pickled (multiprocessing, a saved session) and copied like any value: the copy solves the same."""
+    import copy
+    import pickle
+
+    from cvxrank.datasets import make_ranking
+    from cvxrank.problem import RankingProblem
+
+    costs = Costs(tau={(1, 0): 2.0, (2, 0): 3.0, (2, 1): 1.0}, mu="balanced")
+    for twin in (pickle.loads(pickle.dumps(costs)), copy.deepcopy(costs), copy.copy(costs)):
+        assert (twin.tau, twin.mu, twin.weights) == (costs.tau, costs.mu, costs.weights)
+        with pytest.raises(AttributeError, match="immutable"):
+            twin.tau = None
+    problem = RankingProblem(make_ranking(n_queries=3, random_state=0), costs=costs, lam=0.3)
+    twin = pickle.loads(pickle.dumps(problem))
+    np.testing.assert_array_equal(twin.C, problem.C)
