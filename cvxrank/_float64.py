@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CHUNK_BYTES", "abs_matvec", "abs_rmatvec", "dense_rows", "matvec", "rmatvec"]
+__all__ = ["CHUNK_BYTES", "abs_matvec", "abs_max", "abs_rmatvec", "dense_rows", "matvec", "rmatvec"]
 
 #: Bytes of float64 rows upcast at a time (about 480 rows of 136 features): the block stays in a core's cache.
 CHUNK_BYTES = 512 * 2**10
@@ -97,8 +97,25 @@ def rmatvec(X, v, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
     return out
 
 
-def _abs_blocks(X, chunk_bytes: int):
-    """``(a, b, |block|)`` for every block of rows, float64 (a copy of the block, never of ``X``)."""
+def _abs_blocks(X, chunk_bytes: int, rows=None):
+    """``(a, b, |block|)`` for every block of rows, float64 (a copy of the block, never of ``X``); with ``rows``
+    (row indices), blocks of ``X[rows]`` gathered a block at a time (``a:b`` then index ``rows``)."""
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.int64)
+        n = X.shape[1]
+        per_row = max(1.0, X.nnz / max(X.shape[0], 1)) if sp.issparse(X) else max(n, 1)
+        step = max(1, int(chunk_bytes // (8 * per_row)))
+        for a in range(0, rows.shape[0], step):
+            b = min(a + step, rows.shape[0])
+            if sp.issparse(X):
+                block = X[rows[a:b]]
+                block = sp.csr_matrix((np.abs(block.data).astype(np.float64), block.indices, block.indptr),
+                                      shape=block.shape)
+            else:
+                block = np.take(X, rows[a:b], axis=0).astype(np.float64, copy=False)  # a fresh copy either way
+                np.abs(block, out=block)
+            yield a, b, block
+        return
     if X.dtype == np.float64 and not sp.issparse(X):
         m, n = X.shape
         step = max(1, int(chunk_bytes // (8 * max(n, 1))))
@@ -114,8 +131,9 @@ def _abs_blocks(X, chunk_bytes: int):
         yield a, b, block
 
 
-def abs_matvec(X, v, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
-    """``|X| |v|`` (entrywise absolute values), a 1-D float64 array, without an absolute copy of ``X``.
+def abs_matvec(X, v, *, rows=None, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
+    """``|X| |v|`` (entrywise absolute values), a 1-D float64 array, without an absolute copy of ``X``;
+    ``rows`` (row indices): ``|X[rows]| |v|``, without a copy of ``X[rows]``.
 
     The magnitudes that bound the float64 rounding of ``X v`` (:mod:`cvxrank.rounding`): row ``a``
     is ``Σ_j |x_aj| |v_j|``.
@@ -126,17 +144,35 @@ def abs_matvec(X, v, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
     [5.0]
     """
     v = np.abs(np.asarray(v, dtype=np.float64).ravel())
-    out = np.empty(X.shape[0])
-    for a, b, block in _abs_blocks(X, chunk_bytes):
+    out = np.empty(X.shape[0] if rows is None else len(rows))
+    for a, b, block in _abs_blocks(X, chunk_bytes, rows):
         out[a:b] = block @ v
     return out
 
 
-def abs_rmatvec(X, c, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
-    """``|X|ᵀ |c|``, a 1-D float64 array of shape (n,), without an absolute copy of ``X``."""
+def abs_max(X, rows=None, *, chunk_bytes: int = CHUNK_BYTES) -> float:
+    """``max |x|`` over the rows ``rows`` of ``X`` (all rows when None; 0 when there is no entry), a block of
+    rows at a time, without a copy of ``X[rows]``.
+
+    Examples
+    --------
+    >>> abs_max(np.array([[1.0, -5.0], [2.0, 3.0]]), rows=[1])
+    3.0
+    """
+    largest = 0.0
+    for _, _, block in _abs_blocks(X, chunk_bytes, rows):
+        values = block.data if sp.issparse(block) else block
+        if values.size:
+            largest = max(largest, float(values.max()))
+    return largest
+
+
+def abs_rmatvec(X, c, *, rows=None, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
+    """``|X|ᵀ |c|``, a 1-D float64 array of shape (n,), without an absolute copy of ``X``; ``rows`` (row
+    indices, ``c`` one entry per row given): ``|X[rows]|ᵀ |c|``, without a copy of ``X[rows]``."""
     c = np.abs(np.asarray(c, dtype=np.float64).ravel())
     out = np.zeros(X.shape[1])
-    for a, b, block in _abs_blocks(X, chunk_bytes):
+    for a, b, block in _abs_blocks(X, chunk_bytes, rows):
         out += np.asarray(block.T @ c[a:b]).ravel()
     return out
 

@@ -140,6 +140,11 @@ class PreferenceGroups:
         """Members of each group."""
         return np.diff(self.offsets)
 
+    @cached_property
+    def held_documents(self) -> np.ndarray:
+        """The documents some group holds, ascending, each once (the rows of ``data.X`` the problem reads)."""
+        return np.unique(self.document)
+
     @property
     def n_group_pairs(self) -> int:
         """Pairs before merging: ``Σ_g #{i ∈ g : a_{g,i} > 0} (|g| - 1)`` (an upper bound on :attr:`n_pairs`)."""

@@ -80,7 +80,7 @@ def _member_rows(problem: RankingProblem):
     groups = problem.groups
     if groups is None:
         return None
-    rows = np.unique(groups.document)
+    rows = groups.held_documents
     return rows if rows.size < 0.5 * problem.data.n_documents else None
 
 
@@ -91,7 +91,7 @@ def abs_scores(problem: RankingProblem, w) -> np.ndarray:
     if rows is None:
         return abs_matvec(problem.data.X, w)
     t = np.zeros(problem.data.n_documents)
-    t[rows] = abs_matvec(problem.data.X[rows], w)
+    t[rows] = abs_matvec(problem.data.X, w, rows=rows)
     return t
 
 
@@ -246,7 +246,7 @@ def model_rounding(problem: RankingProblem, w, t=None) -> float:
         W, reach = _document_weights(problem)
     rows = _member_rows(problem)  # W is 0 outside them
     grad = gamma(m + m_max + n + SLACK) * (abs_rmatvec(problem.data.X, W) if rows is None
-                                           else abs_rmatvec(problem.data.X[rows], W[rows]))
+                                           else abs_rmatvec(problem.data.X, W[rows], rows=rows))
     squared = problem.variant.loss == "squared_hinge"
     per_doc = (2.0 * reach + 2.0 * t.max(initial=0.0) + 1.0) if squared else 1.0
     values = gamma(n + m + m_max + SLACK) * float(np.sum(W * (reach + t) * per_doc))

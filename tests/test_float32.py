@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from cvxrank._float64 import dense_rows, matvec, rmatvec
+from cvxrank._float64 import abs_matvec, abs_max, abs_rmatvec, dense_rows, matvec, rmatvec
 from cvxrank.data import RankingData, load_letor, save_letor
 from cvxrank.datasets import make_ranking, make_web_like
 from cvxrank.exceptions import ValidationError
@@ -102,6 +102,31 @@ def test_chunked_products_equal_the_float64_products(sparse, chunk_bytes):
     # float64 X: the plain products, bit for bit
     assert np.array_equal(matvec(X, w, chunk_bytes=chunk_bytes), X @ w)
     assert np.array_equal(rmatvec(X, v, chunk_bytes=chunk_bytes), X.T @ v)
+
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("chunk_bytes", [8, 8 * 7 * 3, 10**6])
+def test_absolute_products_over_some_rows_read_only_those_rows(sparse, dtype, chunk_bytes):
+    """|X[rows]| |w|, |X[rows]|ᵀ |c| and max |X[rows]| gathered a block at a time equal the products of the
+    copied rows (the rounding bounds of a problem that reads a few rows of a large X)."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((60, 7)) * np.exp(rng.uniform(-5, 5, size=(60, 7)))
+    X[rng.random(X.shape) < 0.4] = 0.0
+    X[3, 2] = -1e6  # the largest |x|, in a row left out below
+    X = X.astype(dtype)
+    Xs = sp.csr_matrix(X) if sparse else X
+    rows = np.array([0, 5, 6, 7, 20, 41, 59])
+    exact = np.abs(X[rows].astype(np.float64))
+    w, c = rng.standard_normal(7), rng.standard_normal(rows.shape[0])
+    eps = np.finfo(np.float64).eps
+    np.testing.assert_allclose(abs_matvec(Xs, w, rows=rows, chunk_bytes=chunk_bytes), exact @ np.abs(w), rtol=7 * eps)
+    np.testing.assert_allclose(abs_rmatvec(Xs, c, rows=rows, chunk_bytes=chunk_bytes), exact.T @ np.abs(c),
+                               rtol=rows.shape[0] * eps)
+    assert abs_max(Xs, rows, chunk_bytes=chunk_bytes) == exact.max() < 1e6
+    assert abs_max(Xs, chunk_bytes=chunk_bytes) == 1e6
+    assert abs_max(Xs, np.array([], dtype=np.int64)) == 0.0
 
 
 def test_products_make_no_float64_copy_of_x():

@@ -57,18 +57,20 @@ def _groups_problem(problem, solver: str, loss: str):
                               f"and margins 1 only, not the variant {variant!r}; use a CVXPY solver (the pairs are "
                               "formed for it)")
     largest = float(np.bincount(groups.document, weights=groups.weight).max(initial=0.0))
-    check_scale(groups.data.X, largest, problem.lam)  # every merged weight is at most a document's total
+    check_scale(groups.data.X, largest, problem.lam, groups.held_documents)  # every merged weight is at most a document's total
     return problem, groups
 
 
-def _refuse_graded_options(options: dict) -> None:
-    """The graded oracle's options (Dask shards, its threads and compiled sweeps) have no meaning here."""
-    given = {k: options.pop(k) for k in ("client", "n_shards", "oracle_threads", "oracle_kernel") if k in options}
-    defaults = {"client": None, "n_shards": None, "oracle_threads": 1, "oracle_kernel": "auto"}
+def _oracle_kernel(options: dict) -> str:
+    """``oracle_kernel`` (the compiled or numpy boundaries of :class:`DocumentOracle`), popped from ``options``;
+    the graded oracle's other options (Dask shards, its threads) have no meaning here and are refused."""
+    given = {k: options.pop(k) for k in ("client", "n_shards", "oracle_threads") if k in options}
+    defaults = {"client": None, "n_shards": None, "oracle_threads": 1}
     odd = [k for k, v in given.items() if v != defaults[k]]
     if odd:
         raise ValidationError(f"{', '.join(odd)}: options of the graded pair-free oracle; a problem made from preference "
                               "groups is solved by the local oracle of cvxrank.native.document_oracle")
+    return options.pop("oracle_kernel", "auto")
 
 
 def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, verbose, newton_gap, options,
@@ -143,16 +145,18 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     relative gap ``newton_gap`` (default 0.1; at most 20 calls), then the smoothed Newton phase of
     :mod:`cvxrank.native.document_newton`, then the planes again if it stalls; certified by the best of the
     plane model's dual and the Newton phase's dual points (module docstring). Options as for the graded
-    backend (``newton_gap=None``: planes only); ``max_iter`` caps oracle calls of all phases."""
+    backend (``newton_gap=None``: planes only; ``oracle_kernel`` chooses the compiled or numpy boundaries of
+    :class:`~cvxrank.native.document_oracle.DocumentOracle`, the same results); ``max_iter`` caps oracle calls
+    of all phases."""
     from cvxrank import __version__
 
     t0 = time.perf_counter()
     problem, groups = _groups_problem(problem, "cutting_plane", "hinge")
-    _refuse_graded_options(options)
+    kernel = _oracle_kernel(options)
     newton_gap = check("newton_gap", options.pop("newton_gap", 0.1), Interval(0, 1, closed="right").or_none())
     check_common(tol, time_limit, warm_start_w, groups.data.n_features)
     max_iter = positive_int(max_iter, "max_iter")
-    oracle = DocumentOracle.from_groups(groups)
+    oracle = DocumentOracle.from_groups(groups, kernel=kernel)
     setup = time.perf_counter() - t0
     t1 = time.perf_counter()
     w, F, lower, w_model, status, iterations, calls, products, history, planes = _planes_then_newton(
@@ -184,7 +188,7 @@ def solve_truncated_newton(problem, *, tol: float = 1e-6, verbose: bool = False,
     the pair-free oracle, certified by its dual bound (module docstring)."""
     t0 = time.perf_counter()
     problem, groups = _groups_problem(problem, "truncated_newton", "squared_hinge")
-    oracle = DocumentOracle.from_groups(groups)
+    oracle = DocumentOracle.from_groups(groups, kernel=_oracle_kernel(options))
     setup = time.perf_counter() - t0
     run = truncated_newton(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit,
                            warm_start_w=warm_start_w, verbose=verbose, **options)

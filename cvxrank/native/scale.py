@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cvxrank._float64 import abs_max
 from cvxrank.costs import MAX_C
 from cvxrank.exceptions import ValidationError
 
@@ -33,8 +34,11 @@ MIN_FEATURE = 1e-50
 MAX_FEATURE = 1e50
 
 
-def largest_abs(X) -> float:
-    """``max |x|`` over a dense or sparse matrix (0 when empty), without an ``|X|`` temporary."""
+def largest_abs(X, rows=None) -> float:
+    """``max |x|`` over a dense or sparse matrix (0 when empty), without an ``|X|`` temporary; ``rows``: over
+    those rows only (gathered a block at a time)."""
+    if rows is not None:
+        return abs_max(X, rows)
     values = X.data if hasattr(X, "indptr") or hasattr(X, "row") else np.asarray(X)
     if values.size == 0:
         return 0.0
@@ -42,7 +46,7 @@ def largest_abs(X) -> float:
         return max(float(values.max()), -float(values.min()))
 
 
-def check_feature_scale(X) -> None:
+def check_feature_scale(X, rows=None) -> None:
     """Refuse features whose largest ``|x|`` lies outside ``[MIN_FEATURE, MAX_FEATURE]`` (0 is allowed):
     the features' half of :func:`check_scale`, for problems without pair costs (the listwise one).
 
@@ -51,7 +55,7 @@ def check_feature_scale(X) -> None:
     ValidationError
         Naming the largest ``|x|`` and saying to rescale the features.
     """
-    s = largest_abs(X)
+    s = largest_abs(X, rows)
     if s > MAX_FEATURE or 0 < s < MIN_FEATURE:
         what = (f"above {MAX_FEATURE:g}: the QP's squares (||d_i||^2, the scores X w) overflow float64" if s > 1
                 else f"below {MIN_FEATURE:g}: the QP's products (the scores X w, ||w||^2) underflow float64")
@@ -59,7 +63,7 @@ def check_feature_scale(X) -> None:
                               "(e.g. divide each column by its largest |value|)")
 
 
-def check_scale(X, largest_weight: float, lam: float) -> None:
+def check_scale(X, largest_weight: float, lam: float, rows=None) -> None:
     """Refuse a problem whose scale float64 cannot hold (module docstring).
 
     Parameters
@@ -70,6 +74,8 @@ def check_scale(X, largest_weight: float, lam: float) -> None:
         The largest per-pair weight ``c_i`` of (9) (``τ μ`` or an explicit weight).
     lam : float
         ``λ`` of (9).
+    rows : array of int, optional
+        The rows of ``X`` the problem reads (default all).
 
     Raises
     ------
@@ -83,7 +89,7 @@ def check_scale(X, largest_weight: float, lam: float) -> None:
     ...
     cvxrank.exceptions.ValidationError: the features reach |x| = 1e+200, above 1e+50: the QP's squares (||d_i||^2, the scores X w) overflow float64; rescale the features (e.g. divide each column by its largest |value|)
     """
-    check_feature_scale(X)
+    check_feature_scale(X, rows)
     C = float(largest_weight) / (2.0 * float(lam))
     low = 1.0 / (2.0 * MAX_C)
     if not low <= C <= MAX_C:
