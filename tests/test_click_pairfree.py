@@ -16,6 +16,7 @@ from cvxrank.clicks.pairs import click_groups
 from cvxrank.data import RankingData
 from cvxrank._memory import MemoryBudgetError
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
+from cvxrank.native import kernels
 from cvxrank.native.document_oracle import DocumentOracle
 from cvxrank.preference_groups import PreferenceGroups
 from cvxrank.solvers.registry import choose_solver
@@ -79,16 +80,21 @@ def test_groups_are_the_merged_click_pairs(log):
         np.testing.assert_allclose(groups.weight_of(better=pairs.better, worse=pairs.worse), c, rtol=1e-13)
 
 
+#: The boundaries of the sorted groups by the compiled sweep and by numpy (the same integers).
+KERNELS = ["numpy", pytest.param("compiled", marks=pytest.mark.skipif(not kernels.COMPILED, reason="not built"))]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("fixture, ws", [
     ("log", [np.array([0.3, -0.7, 1.1]), np.array([2.0, 0.5, -1.0]), np.zeros(3)]),
     ("grid_log", [np.array([1.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0]), np.array([1.0, 0.0, 1.0]),
                   np.array([0.5, 0.5, 0.0])]),
 ])
-def test_oracle_is_the_explicit_pairs(request, fixture, ws):
+def test_oracle_is_the_explicit_pairs(request, fixture, ws, kernel):
     log = request.getfixturevalue(fixture)
     groups = click_groups(log, clip=4.0)
     pairs, c = _explicit(log, 4.0)
-    oracle = DocumentOracle.from_groups(groups)
+    oracle = DocumentOracle.from_groups(groups, kernel=kernel)
     rng = np.random.default_rng(1)
     boundary = ties = 0
     for w in ws:
@@ -127,13 +133,14 @@ def test_oracle_is_the_explicit_pairs(request, fixture, ws):
         assert boundary > 0 and ties > 0  # the exact test was exercised at margins of exactly 1 and 0
 
 
-def test_boundary_within_an_ulp():
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_boundary_within_an_ulp(kernel):
     """Margins of 1 - ulp, 1 and 1 + ulp: violated, not, not (the explicit pairs' test, bit for bit)."""
     X = np.array([[0.0], [1.0], [np.nextafter(1.0, 0.0)], [np.nextafter(1.0, 2.0)], [2.0]])
     docs = RankingData(X, [0, 0, 0, 0, 0], qid=[1, 1, 1, 1, 1])
     groups = PreferenceGroups(docs, group=[0] * 5, document=[0, 1, 2, 3, 4], weight=[1.0, 2.0, 0.0, 3.0, 0.5])
     pairs, c = groups.pairs()
-    oracle = DocumentOracle.from_groups(groups)
+    oracle = DocumentOracle.from_groups(groups, kernel=kernel)
     for w in (np.array([1.0]), np.array([-1.0]), np.array([0.5])):
         loss, grad, W, sq, grad2, m = _pairs_values(pairs, c, w)
         if abs(w[0]) == 1.0:
@@ -142,6 +149,38 @@ def test_boundary_within_an_ulp():
         assert r.violated_weight == W and r.loss == pytest.approx(loss, rel=1e-14, abs=1e-14)
         np.testing.assert_allclose(r.gradient, grad, rtol=1e-14, atol=1e-14)
         assert oracle.squared_hinge(w).loss == pytest.approx(sq, rel=1e-14, abs=1e-14)
+
+
+@pytest.mark.skipif(not kernels.COMPILED, reason="the compiled sweeps were not built")
+@pytest.mark.parametrize("fixture", ["log", "grid_log"])
+def test_compiled_and_numpy_boundaries_give_the_same_bits(request, fixture):
+    """Every result of the oracle is the same float64 value whichever path found the boundaries (ties and
+    differences of exactly 1 in grid_log)."""
+    groups = click_groups(request.getfixturevalue(fixture), clip=4.0)
+    fast, slow = (DocumentOracle.from_groups(groups, kernel=k) for k in ("compiled", "numpy"))
+    rng = np.random.default_rng(2)
+    for w in (np.array([1.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0]), rng.normal(size=3), np.zeros(3)):
+        s = fast.scores(w)
+        u = rng.normal(size=s.shape[0])
+        a, b = fast.evaluate_scores(s), slow.evaluate_scores(s)
+        assert (a.loss, a.violated_weight, a.n_violated, a.rounding) == (b.loss, b.violated_weight, b.n_violated,
+                                                                         b.rounding)
+        np.testing.assert_array_equal(a.score_gradient, b.score_gradient)
+        a, b = fast.squared_hinge_scores(s, hessian=True), slow.squared_hinge_scores(s, hessian=True)
+        assert (a.loss, a.linear) == (b.loss, b.linear)
+        np.testing.assert_array_equal(a.score_gradient, b.score_gradient)
+        np.testing.assert_array_equal(a.hessian_product(u), b.hessian_product(u))
+        for delta in (0.5, 0.1):
+            a, b = fast.smoothed_scores(s, delta), slow.smoothed_scores(s, delta)
+            assert (a.loss, a.smoothed, a.alpha_sum, a.alpha_square, a.band) == (b.loss, b.smoothed, b.alpha_sum,
+                                                                                  b.alpha_square, b.band)
+            np.testing.assert_array_equal(a.score_alpha, b.score_alpha)
+            np.testing.assert_array_equal(a.hessian_product(u), b.hessian_product(u))
+            np.testing.assert_array_equal(a.inner_scores(), b.inner_scores())
+            for x, y in zip(a.band_pairs(0.3), b.band_pairs(0.3)):
+                np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValidationError, match="kernel must be one of"):
+        cr.solve(click_problem(request.getfixturevalue(fixture), "propensity"), "cutting_plane", oracle_kernel="gpu")
 
 
 def test_problem_forms_no_pair_until_asked(log):
@@ -292,6 +331,29 @@ def test_band_finish_is_a_dual_point_and_closes_the_gap(log, lam):
     assert L <= ref.objective * (1.0 + 1e-12) + ref.gap_L
     assert F - L <= 1e-7 * F
     np.testing.assert_allclose(w, u / (2.0 * lam))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_the_first_width_is_halved_until_its_band_fits_the_budget(log, kernel):
+    """band_sizes counts the band of smoothed_scores at each width; the Newton phase starts at the widest halving of
+    sqrt(gap) whose band fits its budget, so its first steps are exact, and it still ends certified."""
+    from cvxrank.native.document_newton import document_newton
+
+    lam = 0.1
+    oracle = DocumentOracle.from_groups(click_groups(log, clip=5.0), kernel=kernel)
+    w = np.array([0.3, -0.2, 0.5])
+    s = oracle.scores(w)
+    widths = [0.5, 0.2, 0.05, 1e-3]
+    assert oracle.band_sizes(s, widths) == [oracle.smoothed_scores(s, d).band for d in widths]
+    F = lam * float(w @ w) + oracle(w).loss
+    full = oracle.band_sizes(s, [0.5])[0]
+    budget = full // 4
+    assert budget > 0
+    _, F_best, lower, _, _, _, rows = document_newton(oracle, lam, w, upper=F, lower=0.0, target=1e-6, max_calls=200,
+                                                     budget=budget)
+    assert rows[0]["delta"] < 0.5 and rows[0]["band"] <= budget
+    assert oracle.band_sizes(s, [2.0 * rows[0]["delta"]])[0] > budget  # the widest halving that fits
+    assert (F_best - lower) <= 1e-6 * F_best
 
 
 def test_certificate_reads_only_the_shown_rows_when_few_documents_were_shown():

@@ -1,5 +1,6 @@
 /*
- * Compiled sweeps of the pair-free oracle (cvxrank.native.oracle, cvxrank.native.band).
+ * Compiled sweeps of the pair-free oracles (cvxrank.native.oracle, cvxrank.native.band,
+ * cvxrank.native.document_oracle).
  *
  * The same arithmetic as the numpy path, one pass per query instead of a few dozen numpy
  * operations over all documents: the boundaries by two pointers (the test s_p - s_k < margin is
@@ -603,12 +604,138 @@ static PyObject *resort(PyObject *self, PyObject *args)
     return PyBool_FromLong(moves <= max_moves);
 }
 
+/* smoothed_groups(s, order, doc, a, G, L, delta, inner, out_doc, out_a, out_x, lo, hi, lo_in, hi_in, a_band,
+ *                 t_loss, t_smooth, t_asum, t_asq, t_inner, part) -> band
+ * The Huber-smoothed hinge of cvxrank.native.document_oracle on G groups of L members (row-major, flat): row r's
+ * members sorted by score are order[r*L .. r*L+L-1] (flat positions into doc and a, from a stable argsort); the
+ * sorted documents, weights and shifted scores x = S - S[0], the boundaries at the margins 1 (lo, hi) and inner
+ * = 1 - delta (lo_in, hi_in), as in bounds(), and every per-member term of DocumentOracle.smoothed_scores with the
+ * numpy path's operations in its order (prefix sums along the row added in turn, as numpy's cumsum): the sums of
+ * the terms are left to numpy, so both paths give the same bits. Returns the band's pair count (group form). */
+static PyObject *smoothed_groups(PyObject *self, PyObject *args)
+{
+    enum { N = 18 };
+    PyObject *o[N];
+    Py_ssize_t G, L;
+    double delta, inner;
+    Arr a[N];
+    if (!PyArg_ParseTuple(args, "OOOOnnddOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &G, &L, &delta, &inner, &o[4],
+                          &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15],
+                          &o[16], &o[17])) {
+        return NULL;
+    }
+    Py_ssize_t m = first(o[0], a, N, "s");
+    if (m < 0) {
+        return NULL;
+    }
+    if (G < 0 || L < 1 || !(delta > 0.0) || !(inner > 0.0)) {
+        return done(a, N, "internal error: bad group shape or margins");
+    }
+    Py_ssize_t K = G * L;
+    static const char *names[] = {"order", "doc", "a", "out_doc", "out_a", "out_x", "lo", "hi", "lo_in", "hi_in",
+                                  "a_band", "t_loss", "t_smooth", "t_asum", "t_asq", "t_inner", "part"};
+    for (int i = 1; i < 18; i++) {
+        int writable = i >= 4;
+        if (get(o[i], &a[i], writable, 8, K, names[i - 1])) {
+            release(a, N);
+            return NULL;
+        }
+    }
+    const double *s = a[0].buf.buf;
+    const int64_t *order = a[1].buf.buf, *doc = a[2].buf.buf;
+    const double *w = a[3].buf.buf;
+    int64_t *sdoc = a[4].buf.buf;
+    double *sa = a[5].buf.buf, *sx = a[6].buf.buf;
+    int64_t *lo = a[7].buf.buf, *hi = a[8].buf.buf, *lo_in = a[9].buf.buf, *hi_in = a[10].buf.buf;
+    double *a_band = a[11].buf.buf, *t_loss = a[12].buf.buf, *t_smooth = a[13].buf.buf, *t_asum = a[14].buf.buf;
+    double *t_asq = a[15].buf.buf, *t_inner = a[16].buf.buf, *part = a[17].buf.buf;
+    double *buf = malloc(sizeof(double) * (size_t)(5 * L + 4));
+    if (!buf) {
+        release(a, N);
+        return PyErr_NoMemory();
+    }
+    double *S = buf, *cx = buf + L, *cxx = cx + L + 1, *ca = cxx + L + 1, *cax = ca + L + 1;
+    const double hd = 0.5 * delta, twod = 2.0 * delta, dd = delta * delta;
+    int64_t band = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < G && !bad; r++) {
+        Py_ssize_t base = r * L;
+        for (Py_ssize_t k = 0; k < L; k++) {
+            int64_t f = order[base + k];
+            if (f < base || f >= base + L || doc[f] < 0 || doc[f] >= m) {
+                bad = 1;
+                break;
+            }
+            sdoc[base + k] = doc[f];
+            sa[base + k] = w[f];
+            S[k] = s[doc[f]];
+        }
+        if (bad) {
+            break;
+        }
+        const double *ar = sa + base;
+        double *x = sx + base;
+        cx[0] = cxx[0] = ca[0] = cax[0] = 0.0;
+        for (Py_ssize_t k = 0; k < L; k++) {
+            x[k] = S[k] - S[0];
+            cx[k + 1] = cx[k] + x[k];
+            cxx[k + 1] = cxx[k] + x[k] * x[k];
+            ca[k + 1] = ca[k] + ar[k];
+            cax[k + 1] = cax[k] + ar[k] * x[k];
+        }
+        int64_t k1 = 0, h1 = 0, k2 = 0, h2 = 0;
+        for (int64_t p = 0; p < L; p++) {
+            double sp = S[p];
+            k1 = lo_advance(S, k1, p, sp, 1.0);
+            h1 = hi_advance(S, h1 > p ? h1 : p + 1, L, sp, 1.0);
+            k2 = lo_advance(S, k2, p, sp, inner);
+            h2 = hi_advance(S, h2 > p ? h2 : p + 1, L, sp, inner);
+            Py_ssize_t i = base + p;
+            lo[i] = k1;
+            hi[i] = h1;
+            lo_in[i] = k2;
+            hi_in[i] = h2;
+            double xp = x[p], ap = ar[p], d = 1.0 - xp;
+            double nV = (double)(L - k2 - 1), nB = (double)(k2 - k1);
+            double rV = nV * d + ((cx[L] - cx[k2]) - xp);
+            double SB1 = (cx[L] - cx[k1]) - (cx[L] - cx[k2]);
+            double SB2 = (cxx[L] - cxx[k1]) - (cxx[L] - cxx[k2]);
+            double rB = nB * d + SB1;
+            double rB2 = nB * d * d + 2.0 * d * SB1 + SB2;
+            t_loss[i] = ap * (rV + rB);
+            t_smooth[i] = ap * (rV - hd * nV + rB2 / twod);
+            t_asum[i] = ap * (nV + rB / delta);
+            t_asq[i] = ap * (nV + rB2 / dd);
+            t_inner[i] = ap * nV;
+            if (ap > 0) {
+                band += k2 - k1;
+            }
+            double a_hi = ca[h1];
+            double a_in = ca[h2] - ap;
+            a_band[i] = a_hi - ca[h2];
+            double ax_band = cax[h1] - cax[h2];
+            double worse = a_in + ((1.0 + xp) * a_band[i] - ax_band) / delta;
+            part[i] = t_asum[i] - worse;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(buf);
+    release(a, N);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "internal error: an order or document index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong((long long)band);
+}
+
 static PyMethodDef methods[] = {
     {"bounds", bounds, METH_VARARGS, "Violation boundaries of every sorted position (two pointers per query)."},
     {"violations", violations, METH_VARARGS, "Violated weight of every sorted position, in one pass per query."},
     {"band_counts", band_counts, METH_VARARGS, "Pairs of positions with score differences in [margin, 1), for several margins."},
     {"band", band, METH_VARARGS, "The pairs between two boundaries of lower grade and positive weight."},
     {"pair_rows", pair_rows, METH_VARARGS, "Scaled differences of rows of X, one per pair."},
+    {"smoothed_groups", smoothed_groups, METH_VARARGS, "The smoothed hinge's per-member terms of sorted groups."},
     {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},
     {NULL, NULL, 0, NULL},
 };

@@ -18,6 +18,10 @@ boundaries at margins ``1 - δ`` and 1, which the evaluation found already
 rows ``D``), otherwise conjugate gradients with pair-free Hessian products; the line search interpolates (12
 trials) on ``F_δ``.
 
+The first width is ``√gap`` (at most 1/2), halved while its band holds more than the budget (counted from
+boundary searches alone, :meth:`~cvxrank.native.document_oracle.DocumentOracle.band_sizes`), as the graded phase
+does: the first steps are exact Newton steps rather than conjugate gradients on a band of many thousand pairs.
+
 Certificate. At every evaluation ``α_ij = a_i min(1, max(0, (1 - m_ij)/δ))`` lies in the box ``[0, c]``
 of the hinge's dual, so ``L(α) = Σ α - ‖Σ α_ij d_ij‖² / (4λ)`` is a lower bound on ``min F``
 (weak duality; identical pairs of two groups take the sum of their ``α``, still in the merged
@@ -70,6 +74,17 @@ def band_budget(n_documents: int, n_features: int) -> int:
     (7352, 12000, 400)
     """
     return int(min(20_000, max(40 * n_features, 10 * n_documents // max(n_features, 1))))
+
+
+def _fit_band(oracle: DocumentOracle, s: np.ndarray, delta: float, budget: int) -> float:
+    """``δ`` halved (eight widths counted per sort) until the band ``[1 - δ, 1)`` at the scores ``s`` holds at most
+    ``budget`` pairs, or ``δ`` reaches ``1e-12``."""
+    while True:
+        widths = [delta * 0.5 ** j for j in range(8)]
+        for width, count in zip(widths, oracle.band_sizes(s, widths)):
+            if not (width > 1e-12 and count > budget):
+                return width
+        delta = widths[-1] / 2.0
 
 
 class _Point:
@@ -212,6 +227,8 @@ def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lowe
     w_best, F_best, w_lower = w, upper, None
     rel = (F_best - lower) / F_best if F_best > 0 else 0.0
     delta = float(min(0.5, max(np.sqrt(rel), 1e-8)))
+    if dense:  # the first width halved until its band fits the budget: exact steps from the start
+        delta = _fit_band(oracle, oracle.scores(w), delta, budget)
     rows, calls, products = [], 1, 0
     best_rel, since, F_seen = np.inf, 0, np.inf
     finished = None  # the band (its size) of the last exact finish: one per band

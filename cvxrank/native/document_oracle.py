@@ -48,6 +48,7 @@ import scipy.sparse as sp
 from cvxrank._float64 import matvec, rmatvec
 from cvxrank._memory import check_memory
 from cvxrank.exceptions import ValidationError
+from cvxrank.native.kernels import check_kernel, sweep
 from cvxrank.native.variant_oracle import SquaredHingeResult
 from cvxrank.preference_groups import PreferenceGroups
 
@@ -154,24 +155,108 @@ class _Block:
 
 class _Sorted:
     """One block at one score vector: the rows sorted, the ranges ``J`` and ``K`` of every position (at the
-    margin 1 and, with ``inner``, at the margin ``inner < 1``: ``lo_in``, ``hi_in``)."""
+    margin 1 and, with ``inner``, at the margin ``inner < 1``: ``lo_in``, ``hi_in``).
 
-    __slots__ = ("doc", "a", "x", "n", "lo", "hi", "a_hi", "lo_in", "hi_in")
+    The boundaries come from the compiled sweep :func:`cvxrank.native._sweep.bounds` (two pointers along
+    each sorted row, the rows as queries of one flat array) when ``compiled``, else from :func:`_first_within`
+    and :func:`_ends`: the same floating-point test, the same integers. Prefix sums along the rows are kept
+    (:meth:`prefix`, :meth:`suffix`), each computed once per array."""
 
-    def __init__(self, block: _Block, s: np.ndarray, inner: float | None = None):
-        S = s[block.doc]
-        o = np.argsort(S, axis=1, kind="stable")
-        S = np.take_along_axis(S, o, axis=1)
-        self.doc = np.take_along_axis(block.doc, o, axis=1)
-        self.a = np.take_along_axis(block.a, o, axis=1)
-        self.lo = _first_within(S)
-        self.hi = _ends(self.lo)  # #{k : lo_k <= p}: the end of K_p
-        self.n = S.shape[1] - self.lo  # |J_p|, the self term included
+    __slots__ = ("doc", "a", "x", "n", "lo", "hi", "a_hi", "lo_in", "hi_in", "_rows", "_cum")
+
+    def __init__(self, block: _Block, s: np.ndarray, inner: float | None = None, compiled: bool = False):
+        G, L = block.doc.shape
+        S, flat = _order(block, s)
+        S = S.ravel()[flat].reshape(G, L)
+        self.doc = block.doc.ravel()[flat].reshape(G, L)
+        self.a = block.a.ravel()[flat].reshape(G, L)
+        self._rows = np.arange(0, G * (L + 1), L + 1, dtype=np.int64)[:, None]  # row starts in a (G, L + 1) sum
+        self._cum = {}
+        if compiled:
+            self.lo, self.hi = _bounds(S, 1.0)
+            if inner is not None:
+                self.lo_in, self.hi_in = _bounds(S, inner)
+        else:
+            self.lo = _first_within(S)
+            self.hi = _ends(self.lo)  # #{k : lo_k <= p}: the end of K_p
+            if inner is not None:
+                self.lo_in = _first_within(S, inner, self.lo)
+                self.hi_in = _ends(self.lo_in)
+        self.n = L - self.lo  # |J_p|, the self term included
         self.x = S - S[:, :1]  # the losses are invariant to a shift per group: smaller terms
-        self.a_hi = _prefix(self.a, self.hi)  # Σ_{k ∈ K_p} a_k, the self term included
-        if inner is not None:
-            self.lo_in = _first_within(S, inner, self.lo)
-            self.hi_in = _ends(self.lo_in)
+        self.a_hi = self.prefix("a", self.a, self.hi)  # Σ_{k ∈ K_p} a_k, the self term included
+
+    @classmethod
+    def smoothed(cls, block: _Block, s: np.ndarray, delta: float):
+        """The block sorted at ``s`` with its boundaries at the margins 1 and ``1 - delta`` and the per-member terms
+        of :meth:`DocumentOracle.smoothed_scores`, by the compiled sweep ``smoothed_groups`` (one pass per group):
+        ``(sorted, terms, a_band, band)``, ``terms`` a dict of ``(G, L)`` arrays. :attr:`a_hi` is not kept."""
+        G, L = block.doc.shape
+        _, flat = _order(block, s)
+        self = object.__new__(cls)
+        self.doc = np.empty((G, L), dtype=np.int64)
+        self.a, self.x = np.empty((G, L)), np.empty((G, L))
+        self.lo, self.hi, self.lo_in, self.hi_in = (np.empty((G, L), dtype=np.int64) for _ in range(4))
+        a_band = np.empty((G, L))
+        names = ("loss", "smoothed", "alpha_sum", "alpha_square", "inner", "part")
+        terms = {name: np.empty((G, L)) for name in names}
+        band = sweep().smoothed_groups(s, flat, block.doc, block.a, G, L, float(delta), 1.0 - delta, self.doc, self.a,
+                                       self.x, self.lo, self.hi, self.lo_in, self.hi_in, a_band,
+                                       *(terms[name] for name in names))
+        self.n = L - self.lo
+        self.a_hi = None
+        self._rows = np.arange(0, G * (L + 1), L + 1, dtype=np.int64)[:, None]
+        self._cum = {}
+        return self, terms, a_band, int(band)
+
+    def cumsum(self, values: np.ndarray) -> np.ndarray:
+        """The prefix sums of ``values`` (``(G, L)``, in sorted order) along each row: ``(G, L + 1)``, flattened."""
+        G, L = values.shape
+        cum = np.zeros((G, L + 1))
+        np.cumsum(values, axis=1, out=cum[:, 1:])
+        return cum.ravel()
+
+    def take_prefix(self, cum: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """``Σ_{k < end[r, p]} values[r, k]`` from ``cum = self.cumsum(values)``."""
+        return cum[end + self._rows]
+
+    def take_suffix(self, cum: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """``Σ_{k >= start[r, p]} values[r, k]`` from ``cum = self.cumsum(values)``."""
+        return cum[self._rows + (start.shape[1])] - cum[start + self._rows]
+
+    def _kept(self, key: str, values: np.ndarray) -> np.ndarray:
+        cum = self._cum.get(key)
+        if cum is None:
+            cum = self._cum[key] = self.cumsum(values)
+        return cum
+
+    def prefix(self, key: str, values: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """:meth:`take_prefix` of ``values`` at this score vector, their sums kept under ``key``."""
+        return self.take_prefix(self._kept(key, values), end)
+
+    def suffix(self, key: str, values: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """:meth:`take_suffix` of ``values`` at this score vector, their sums kept under ``key``."""
+        return self.take_suffix(self._kept(key, values), start)
+
+
+def _order(block: _Block, s: np.ndarray):
+    """``(S, flat)``: the block's scores ``(G, L)`` and the flat positions that sort each row (stable)."""
+    G, L = block.doc.shape
+    S = s[block.doc]
+    o = np.argsort(S, axis=1, kind="stable")
+    o += np.arange(0, G * L, L, dtype=np.int64)[:, None]
+    return S, o.ravel()
+
+
+def _bounds(S: np.ndarray, margin: float):
+    """``lo`` (:func:`_first_within`) and ``hi`` (:func:`_ends`) of the sorted rows of ``S`` by the compiled sweep."""
+    G, L = S.shape
+    offsets = np.arange(0, G * L + 1, L, dtype=np.int64)
+    lo = np.empty(G * L, dtype=np.int64)
+    hi = np.empty(G * L, dtype=np.int64)
+    sweep().bounds(np.ascontiguousarray(S).ravel(), offsets, 0, G, float(margin), lo, hi)
+    start = offsets[:-1, None]
+    return lo.reshape(G, L) - start, hi.reshape(G, L) - start
 
 
 def _ends(lo: np.ndarray) -> np.ndarray:
@@ -179,20 +264,6 @@ def _ends(lo: np.ndarray) -> np.ndarray:
     G, L = lo.shape
     counts = np.bincount((np.arange(G)[:, None] * L + lo).ravel(), minlength=G * L).reshape(G, L)
     return np.cumsum(counts, axis=1)
-
-
-def _prefix(values: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """``Σ_{k < end[r, p]} values[r, k]`` along each row."""
-    cum = np.zeros((values.shape[0], values.shape[1] + 1))
-    np.cumsum(values, axis=1, out=cum[:, 1:])
-    return np.take_along_axis(cum, end, axis=1)
-
-
-def _suffix(values: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """``Σ_{k >= start[r, p]} values[r, k]`` along each row."""
-    cum = np.zeros((values.shape[0], values.shape[1] + 1))
-    np.cumsum(values, axis=1, out=cum[:, 1:])
-    return cum[:, -1:] - np.take_along_axis(cum, start, axis=1)
 
 
 def _first_within(S: np.ndarray, margin: float = 1.0, start=None) -> np.ndarray:
@@ -228,6 +299,9 @@ class DocumentOracle:
     X : ndarray or scipy.sparse matrix of shape (n_documents, n_features)
     groups : PreferenceGroups
         The groups (their ``data.X`` is not read: ``X`` is).
+    kernel : {"auto", "compiled", "numpy"}, default "auto"
+        The boundaries of the sorted groups by the compiled sweeps of :mod:`cvxrank.native.kernels`
+        (``"auto"``: when built) or by numpy; the same integers either way, so the same results bit for bit.
 
     Examples
     --------
@@ -244,7 +318,9 @@ class DocumentOracle:
     #: The smoothed Newton phase of :mod:`cvxrank.native.newton` reads the graded oracle's internals: planes only.
     newton_phase = False
 
-    def __init__(self, X, groups: PreferenceGroups):
+    def __init__(self, X, groups: PreferenceGroups, *, kernel: str = "auto"):
+        self._compiled = check_kernel(kernel)
+        self.kernel = kernel
         if not isinstance(groups, PreferenceGroups):
             raise ValidationError(f"DocumentOracle takes PreferenceGroups, got {type(groups).__name__}")
         m = groups.data.n_documents
@@ -279,11 +355,11 @@ class DocumentOracle:
         self.n_group_pairs = int(np.sum((groups.weight[members] > 0) * (groups.sizes[groups.group[members]] - 1)))
 
     @classmethod
-    def from_groups(cls, groups: PreferenceGroups) -> DocumentOracle:
+    def from_groups(cls, groups: PreferenceGroups, *, kernel: str = "auto") -> DocumentOracle:
         """The oracle of ``groups`` on their documents' features ``groups.data.X``."""
         if not isinstance(groups, PreferenceGroups):
             raise ValidationError(f"DocumentOracle takes PreferenceGroups, got {type(groups).__name__}")
-        return cls(groups.data.X, groups)
+        return cls(groups.data.X, groups, kernel=kernel)
 
     # -- sizes -----------------------------------------------------------------------------
     @property
@@ -336,7 +412,7 @@ class DocumentOracle:
         n_violated = 0
         parts = []
         for block in self._blocks:
-            b = _Sorted(block, s)
+            b = _Sorted(block, s, compiled=self._compiled)
             lower = b.a * (b.n - 1)  # weight of the violated pairs where the member is the better one
             v = (b.a_hi - b.a) - lower  # ... where it is the worse one, minus those
             W += float(lower.sum())
@@ -362,17 +438,17 @@ class DocumentOracle:
         n_violated = 0
         parts, kept = [], []
         for block in self._blocks:
-            b = _Sorted(block, s)
+            b = _Sorted(block, s, compiled=self._compiled)
             x, a, n = b.x, b.a, b.n
             d = 1.0 - x
-            S1 = _suffix(x, b.lo)
-            S2 = _suffix(x * x, b.lo)
+            S1 = b.suffix("x", x, b.lo)
+            S2 = b.suffix("xx", x * x, b.lo)
             T = n * d + S1 - 1.0  # Σ_{j ∈ J_i, j ≠ i} t_ij (the self term is 1)
             Q = n * d * d + 2.0 * d * S1 + S2 - 1.0  # Σ_{j ∈ J_i, j ≠ i} t_ij²
             loss += float(np.sum(a * Q))
             linear += float(np.sum(a * T))
             scale += float(np.sum(a * (n * d * d + 2.0 * np.abs(d * S1) + S2 + 1.0)))
-            ax_hi = _prefix(a * x, b.hi)  # Σ_{k ∈ K_i} a_k x_k
+            ax_hi = b.prefix("ax", a * x, b.hi)  # Σ_{k ∈ K_i} a_k x_k
             worse = (1.0 + x) * (b.a_hi - a) - (ax_hi - a * x)  # Σ_{k ∈ K_i, k ≠ i} a_k t_ki
             parts.append((b.doc, 2.0 * (worse - a * T)))
             n_violated += int(np.sum((a > 0) * (n - 1)))
@@ -386,12 +462,30 @@ class DocumentOracle:
                 out = []
                 for b in kept:
                     U = u[b.doc]
-                    h = b.a * (b.n * U - _suffix(U, b.lo)) + (U * b.a_hi - _prefix(b.a * U, b.hi))
+                    h = b.a * (b.n * U - b.take_suffix(b.cumsum(U), b.lo)) + (U * b.a_hi - b.take_prefix(b.cumsum(b.a * U), b.hi))
                     out.append((b.doc, 2.0 * h))
                 return self._scatter(out)
         return SquaredHingeResult(max(loss, 0.0), linear, grad, n_violated, _EPS * scale, hess)
 
     # -- Huber-smoothed hinge --------------------------------------------------------------------
+    def band_sizes(self, s, deltas) -> list[int]:
+        """Pairs (group form) in the band ``1 - δ <= m < 1`` at the score vector ``s``, for each ``δ`` in ``deltas``
+        (each in ``(0, 1/2]``): :attr:`SmoothedResult.band` of :meth:`smoothed_scores` at that width, from the
+        boundary searches alone (one sort, no sums), to choose a width before evaluating at it."""
+        s = self._check_scores(s)
+        counts = [0] * len(deltas)
+        for block in self._blocks:
+            S, flat = _order(block, s)
+            G, L = S.shape
+            S = S.ravel()[flat].reshape(G, L)
+            live = block.a.ravel()[flat].reshape(G, L) > 0
+            lo = _bounds(S, 1.0)[0] if self._compiled else _first_within(S)
+            for j, delta in enumerate(deltas):
+                inner = 1.0 - float(delta)
+                lo_in = _bounds(S, inner)[0] if self._compiled else _first_within(S, inner, lo)
+                counts[j] += int(np.sum(live * (lo_in - lo)))
+        return counts
+
     def smoothed_scores(self, s, delta: float) -> SmoothedResult:
         """The smoothed hinge of width ``delta`` in ``(0, 1/2]`` at the score vector ``s``, the exact hinge and
         the dual point of :class:`SmoothedResult`, with products by the smoothed Hessian in scores.
@@ -407,14 +501,26 @@ class DocumentOracle:
         band = 0
         parts, kept = [], []
         for block in self._blocks:
+            if self._compiled:  # the same terms in one compiled pass; their sums as below
+                b, t, a_band, nb = _Sorted.smoothed(block, s, delta)
+                loss += float(np.sum(t["loss"]))
+                smoothed += float(np.sum(t["smoothed"]))
+                alpha_sum += float(np.sum(t["alpha_sum"]))
+                alpha_square += float(np.sum(t["alpha_square"]))
+                inner += float(np.sum(t["inner"]))
+                band += nb
+                parts.append((b.doc, t["part"]))
+                kept.append((b, b.lo_in - b.lo, a_band))
+                continue
             b = _Sorted(block, s, 1.0 - delta)
             x, a = b.x, b.a
             d = 1.0 - x
             nV = x.shape[1] - b.lo_in - 1  # V partners, the self term removed
             nB = b.lo_in - b.lo
-            rV = nV * d + (_suffix(x, b.lo_in) - x)  # Σ_V (1 - m), self removed
-            SB1 = _suffix(x, b.lo) - _suffix(x, b.lo_in)
-            SB2 = _suffix(x * x, b.lo) - _suffix(x * x, b.lo_in)
+            rV = nV * d + (b.suffix("x", x, b.lo_in) - x)  # Σ_V (1 - m), self removed
+            SB1 = b.suffix("x", x, b.lo) - b.suffix("x", x, b.lo_in)
+            xx = x * x
+            SB2 = b.suffix("xx", xx, b.lo) - b.suffix("xx", xx, b.lo_in)
             rB = nB * d + SB1  # Σ_B (1 - m)
             rB2 = nB * d * d + 2.0 * d * SB1 + SB2  # Σ_B (1 - m)²
             loss += float(np.sum(a * (rV + rB)))
@@ -424,9 +530,10 @@ class DocumentOracle:
             inner += float(np.sum(a * nV))
             band += int(np.sum((a > 0) * nB))
             # as the worse one: k ∈ [0, hi') (self removed) at a_k, k ∈ [hi', hi) at a_k (1 - x_k + x_i)/δ
-            a_in = _prefix(a, b.hi_in) - a
-            a_band = b.a_hi - _prefix(a, b.hi_in)
-            ax_band = _prefix(a * x, b.hi) - _prefix(a * x, b.hi_in)
+            a_in = b.prefix("a", a, b.hi_in) - a
+            a_band = b.a_hi - b.prefix("a", a, b.hi_in)
+            ax = a * x
+            ax_band = b.prefix("ax", ax, b.hi) - b.prefix("ax", ax, b.hi_in)
             worse = a_in + ((1.0 + x) * a_band - ax_band) / delta
             parts.append((b.doc, a * (nV + rB / delta) - worse))
             kept.append((b, nB, a_band))
@@ -436,8 +543,9 @@ class DocumentOracle:
             out = []
             for b, nB, a_band in kept:
                 U = u[b.doc]
-                band_sum = _suffix(U, b.lo) - _suffix(U, b.lo_in)
-                aU_band = _prefix(b.a * U, b.hi) - _prefix(b.a * U, b.hi_in)
+                cU, caU = b.cumsum(U), b.cumsum(b.a * U)
+                band_sum = b.take_suffix(cU, b.lo) - b.take_suffix(cU, b.lo_in)
+                aU_band = b.take_prefix(caU, b.hi) - b.take_prefix(caU, b.hi_in)
                 out.append((b.doc, (b.a * (nB * U - band_sum) + (U * a_band - aU_band)) / delta))
             return self._scatter(out)
 
@@ -467,7 +575,7 @@ class DocumentOracle:
             out = []
             for b, _, _ in kept:  # α = a on V: as the better one a (n'_p - 1), as the worse one Σ_{k ∈ [0, hi'), k ≠ p} a_k
                 L = b.a.shape[1]
-                out.append((b.doc, b.a * (L - b.lo_in - 1) - (_prefix(b.a, b.hi_in) - b.a)))
+                out.append((b.doc, b.a * (L - b.lo_in - 1) - (b.prefix("a", b.a, b.hi_in) - b.a)))
             return self._scatter(out)
 
         return SmoothedResult(max(loss, 0.0), max(smoothed, 0.0), alpha_sum, alpha_square, score_alpha, band, inner,

@@ -13,6 +13,11 @@ the same order, and the insertion sort from the previous order is exact
 not depend on it). ``tests/test_native_kernels.py`` checks this on every
 kind of input.
 
+:class:`~cvxrank.native.document_oracle.DocumentOracle` (preference groups, e.g. click logs) uses the same
+module for the boundaries of its sorted groups and, for the smoothed hinge of its Newton phase, one pass per
+group that also forms every per-member term (``smoothed_groups``); the sums over members stay in numpy, so its
+two paths are equal bit for bit too (``tests/test_click_pairfree.py``).
+
 The compiled sweeps pay where a call is cheap: on small data a numpy call's few
 dozen whole-array operations cost several times the two matrix-vector products
 it needs (``cvxrank bench native --instances floor --kernel compiled,numpy``
