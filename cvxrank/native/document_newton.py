@@ -118,8 +118,10 @@ class _Point:
     def hessian(self) -> np.ndarray:
         """``2λI + Dᵀ diag(a/δ) D``, the smoothed objective's Hessian in ``w`` (dense ``n x n``)."""
         _, _, a, D = self.rows()
-        if sp.issparse(D):
-            H = (D.T @ sp.diags(a / self.delta) @ D).toarray()
+        if sp.issparse(D):  # rows scaled by sqrt(a/δ), then one sparse product
+            scale = np.repeat(np.sqrt(a / self.delta), np.diff(D.indptr))
+            Ds = sp.csr_matrix((D.data * scale, D.indices, D.indptr), shape=D.shape)
+            H = (Ds.T @ Ds).toarray()
         else:
             H = (D * (a / self.delta)[:, None]).T @ D
         H[np.diag_indices_from(H)] += 2.0 * self.lam
