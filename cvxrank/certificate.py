@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from cvxrank._memory import fits_memory
@@ -115,6 +114,8 @@ def reduced_dual(pairs: PairSet, C: np.ndarray, margins: np.ndarray, width, max_
     start = np.clip(np.where(margins[on] < 1, hi, 0.0), 0.0, hi)
     # L-BFGS-B makes thousands of tiny BLAS calls; threaded BLAS only adds contention there
     # (docs/solvers.md, Measurements), so it runs single-threaded.
+    from scipy.optimize import minimize  # here only: its import is heavy and most solves never come here
+
     with threadpool_limits(limits=1, user_api="blas"):
         res = minimize(fun, start, jac=True, method="L-BFGS-B", bounds=list(zip(np.zeros(on.size), hi)),
                        options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 20_000, "maxcor": 30})

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from cvxrank._float64 import dense_rows, matvec, rmatvec
 from cvxrank._memory import check_difference_matrix, check_pairs
 from cvxrank.data import RankingData, _as_features
 from cvxrank.exceptions import ValidationError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["count_pairs", "PairSet", "make_pairs", "pair_degrees", "preference_pairs"]
 
@@ -111,6 +114,8 @@ class PairSet:
         Queries with a single grade give no pair; they show here with
         ``n_pairs == 0`` instead of raising.
         """
+        import pandas as pd  # here only: the solvers' import path stays without pandas (a lean dask client)
+
         d = self.data
         docs = np.bincount(d.query_index, minlength=d.n_queries)
         grade_codes = np.unique(d.y, return_inverse=True)[1].ravel()

@@ -54,7 +54,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from cvxrank._validation import Interval, check
 from cvxrank.costs import check_lam
@@ -125,7 +124,8 @@ class CuttingPlaneRun:
     history : pandas.DataFrame
         One row per iteration and per Newton evaluation: objective,
         dual_objective, relative_gap, planes, rho, oracle_calls, time (and
-        delta, band in the Newton phase).
+        delta, band in the Newton phase); built from ``history_rows`` (one dict
+        each) when read, so a run imports pandas only if its history is looked at.
     """
 
     w: np.ndarray
@@ -139,7 +139,13 @@ class CuttingPlaneRun:
     w_model: np.ndarray
     beta: np.ndarray
     points: np.ndarray | None
-    history: pd.DataFrame = field(repr=False)
+    history_rows: list = field(repr=False)
+
+    @property
+    def history(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.history_rows)
 
     @property
     def gap(self) -> float:
@@ -366,7 +372,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
     return CuttingPlaneRun(
         w=np.array(best_w, dtype=np.float64), objective=float(best_F), lower_bound=float(lower), status=status,
         iterations=it, oracle_calls=calls, solve_time=time.perf_counter() - start, floor=floor,
-        w_model=-lower_u / (2.0 * lam) if w_lower is None else w_lower, beta=lower_beta, points=lower_points, history=pd.DataFrame(history),
+        w_model=-lower_u / (2.0 * lam) if w_lower is None else w_lower, beta=lower_beta, points=lower_points, history_rows=history,
     )
 
 

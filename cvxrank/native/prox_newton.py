@@ -53,7 +53,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import scipy.sparse.linalg as spla
 
 from cvxrank._optim import ARMIJO, MIN_STEP
@@ -302,7 +301,7 @@ def _run(oracle, lam, rho_L, lo, hi, w, tol, target, floor, max_iter, time_limit
         calls += 1
     return ProxNewtonRun(w=w, objective=float(F), lower_bound=float(lower), status=status, iterations=it,
                          oracle_calls=calls, cg_iterations=cg_total, solve_time=time.perf_counter() - start,
-                         floor=floor, history=pd.DataFrame(history), conjugate=best_u)
+                         floor=floor, history_rows=history, conjugate=best_u)
 
 
 def _direction(oracle, lam, r, p, free, eta, cg_max_iter):

@@ -36,7 +36,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 import scipy.sparse.linalg as spla
 
 from cvxrank._optim import MIN_STEP, armijo_step
@@ -71,7 +70,7 @@ class NewtonRun:
     solve_time, floor : float
     history : pandas.DataFrame
         One row per iteration: objective, dual_objective, relative_gap, gradient_norm, step,
-        cg_iterations, violated, time.
+        cg_iterations, violated, time; built from ``history_rows`` (one dict each) when read.
     """
 
     w: np.ndarray
@@ -83,7 +82,13 @@ class NewtonRun:
     cg_iterations: int
     solve_time: float
     floor: float
-    history: pd.DataFrame = field(repr=False)
+    history_rows: list = field(repr=False)
+
+    @property
+    def history(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.history_rows)
 
     @property
     def relative_gap(self) -> float:
@@ -240,7 +245,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, 
         calls += 1
     return NewtonRun(w=w, objective=float(F), lower_bound=float(lower), status=status, iterations=it,
                      oracle_calls=calls, cg_iterations=cg_total, solve_time=time.perf_counter() - start,
-                     floor=floor, history=pd.DataFrame(history))
+                     floor=floor, history_rows=history)
 
 
 def _direction(oracle, lam, grad, eta, cg_max_iter):
