@@ -205,6 +205,41 @@ def test_what_does_not_apply_is_refused(client, shards, data):
         files_oracle(client, shards["parquet"], features=["f0", "y"])
 
 
+def test_estimator_and_cli_on_parquet(client, data, shards, tmp_path, capsys):
+    from cvxrank.cli import main
+    from cvxrank.estimators import RankSVM
+    from cvxrank.estimators.persistence import load_model
+
+    renamed = [write(pd.read_parquet(p).rename(columns={"qid": "query", "y": "grade"}), tmp_path / f"r{i}.pq")
+               for i, p in enumerate(shards["parquet"])]
+    model = RankSVM(lam=0.05, tol=1e-8).fit_files(renamed, client=client, qid="query", label="grade")
+    local = RankSVM(lam=0.05, tol=1e-8, solver="cutting_plane").fit(data)
+    within_certificates(local.result_, model.result_)
+    assert model.n_features_in_ == 5 and model.solve_summary_["shards"] == 3
+    path = tmp_path / "m.json"
+    assert main(["fit", "--scheduler", client.scheduler.address, *renamed, "--model", str(path), "--lam", "0.05",
+                 "--tol", "1e-8", "--qid-column", "query", "--label-column", "grade", "--features",
+                 "f0,f1,f2,f3,f4"]) == 0
+    assert "status optimal" in capsys.readouterr().out
+    np.testing.assert_allclose(load_model(path).coef_, local.coef_, atol=2 * local.result_.distance_bound + 1e-9)
+    assert main(["fit", "--scheduler", client.scheduler.address, *shards["letor"], "--model",
+                 str(tmp_path / "x.json"), "--qid-column", "query"]) == 2
+    assert "--qid-column: for Parquet TRAIN files" in capsys.readouterr().err
+    assert main(["fit", shards["letor"][0], "--model", str(tmp_path / "y.json"), "--features", "f0"]) == 2
+    assert "--features is for Parquet shards on a dask cluster" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "y.json").exists()
+
+
+def test_estimator_fit_files_on_a_dask_dataframe(client, data):
+    from cvxrank.estimators import RankSVMIR
+
+    ddf = whole_query_frame(data, 2)
+    model = RankSVMIR(tau=TAU, mu="balanced", lam=0.05, tol=1e-8).fit_files(ddf, client=client)
+    local = RankSVMIR(tau=TAU, mu="balanced", lam=0.05, tol=1e-8, solver="cutting_plane").fit(data)
+    within_certificates(local.result_, model.result_)
+    assert model.solve_summary_["shards"] == 2
+
+
 @pytest.mark.slow
 def test_worker_processes_budget_and_a_killed_worker(data, shards):
     """Worker processes: the memory budget applies to a Parquet shard and a partition; a worker killed mid-path is

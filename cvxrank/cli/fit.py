@@ -28,6 +28,7 @@ EPILOG = """examples:
   cvxrank fit train.letor --model m.json --solver osqp --formulation dual --tol 1e-4
   cvxrank fit big.letor --model m.json --solver cutting_plane --dtype float32   # X in float32: half the memory
   cvxrank fit --scheduler tcp://host:8786 shard-*.letor.gz --model m.json   # shards read on a dask cluster
+  cvxrank fit --scheduler tcp://host:8786 part-*.parquet --model m.json --qid-column qid --label-column y
   cvxrank fit docs.letor --clicks clicks.txt --model m.json                 # Propensity SVM-Rank, eta by EM
   cvxrank fit docs.letor --clicks clicks.txt --model m.json --propensities 1 --clip 10
 
@@ -40,10 +41,19 @@ or --rule skip_above (Joachims 2002). The click-log format: docs/clicks.md.
 
 def add_arguments(parser) -> None:
     parser.add_argument("train", metavar="TRAIN", nargs="+",
-                        help="training data: a LETOR/SVMlight file with qid (with --scheduler: one file per shard)")
+                        help="training data: a LETOR/SVMlight file with qid (with --scheduler: one file per shard, "
+                             "LETOR or Parquet: .parquet/.pq files, one row per document)")
     parser.add_argument("--scheduler", metavar="ADDR",
                         help="fit on a dask cluster (tcp://host:8786): the workers read the TRAIN files, one shard "
                              "each, and the pair-free solver runs over them; X never reaches this process")
+    frames = parser.add_argument_group("Parquet shards (with --scheduler)")
+    frames.add_argument("--qid-column", metavar="NAME", dest="qid_column",
+                        help="the query id column of the Parquet files (default qid)")
+    frames.add_argument("--label-column", metavar="NAME", dest="label_column",
+                        help="the grade column of the Parquet files (default y)")
+    frames.add_argument("--features", metavar="A,B,...",
+                        help="the feature columns, in order (default every other column; all files must then have "
+                             "the same columns in the same order)")
     parser.add_argument("--model", metavar="PATH", required=True, help="where to write the JSON model")
     parser.add_argument("--method",
                         help="ranksvm (default), cs-ranksvm, rsvm-ir-rank, rsvm-ir-query, rsvm-ir-qp, rsvm-ir-gd, "
@@ -205,6 +215,10 @@ def _run_clicks(args) -> int:
 def run(args) -> int:
     if args.scheduler is not None:
         return _run_dask(args)
+    for flag in ("qid_column", "label_column", "features"):
+        if getattr(args, flag) is not None:
+            raise ValidationError(f"--{flag.replace('_', '-')} is for Parquet shards on a dask cluster: give "
+                                  "--scheduler ADDR")
     if len(args.train) > 1:
         raise ValidationError("several TRAIN files are shards for a dask cluster: give --scheduler ADDR")
     args.train = args.train[0]
@@ -257,7 +271,16 @@ def _run_dask(args) -> int:
         raise ValidationError("--scheduler needs dask.distributed: pip install 'cvxrank[dask]'") from None
     from cvxrank._io import check_outputs
     from cvxrank.estimators.methods import make_ranker, method_label
+    from cvxrank.native.dask_files import PARQUET_SUFFIXES
 
+    columns = {"qid": args.qid_column or "qid", "label": args.label_column or "y",
+               "features": None if args.features is None else [c.strip() for c in args.features.split(",")]}
+    if not all(p.lower().endswith(PARQUET_SUFFIXES) for p in args.train):
+        given = [f"--{f.replace('_', '-')}" for f in ("qid_column", "label_column", "features")
+                 if getattr(args, f) is not None]
+        if given:
+            raise ValidationError(f"{', '.join(given)}: for Parquet TRAIN files (.parquet, .pq); LETOR files carry "
+                                  "their own fields")
     check_outputs([args.model], args.train)
     model = make_ranker(args.method, **ranker_params(args), **({"verbose": True} if args.verbose else {}))
     try:
@@ -266,7 +289,7 @@ def _run_dask(args) -> int:
         raise ValidationError(f"cannot reach the dask scheduler at {args.scheduler}: "
                               f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     try:
-        model.fit_files(args.train, client=client, dtype=args.dtype)
+        model.fit_files(args.train, client=client, dtype=args.dtype, **columns)
     finally:
         client.close()
     res = model.result_

@@ -121,8 +121,9 @@ class _PairwiseRanker(BaseRanker):
         self.tau_ = table
         return self
 
-    def fit_files(self, files, *, client, n_features=None, dtype="float64"):
-        """Fit ``w`` on LETOR/SVMlight files read by the workers of a dask cluster: ``X`` never reaches the client.
+    def fit_files(self, files, *, client, n_features=None, dtype="float64", qid="qid", label="y", features=None):
+        """Fit ``w`` on data read by the workers of a dask cluster (LETOR/SVMlight or Parquet files, or a dask
+        DataFrame): ``X`` never reaches the client.
 
         The papers' hinge problem (9)/SIGIR (or, with ``loss="squared_hinge"``, its squared hinge), solved
         pair-free over query shards (:func:`cvxrank.native.dask_files.solve_files`: cutting planes and the Newton
@@ -130,13 +131,22 @@ class _PairwiseRanker(BaseRanker):
 
         Parameters
         ----------
-        files : sequence
-            One item per shard: a path, or a list of paths (plain or gzip/bzip2/xz); a query must sit in one shard.
+        files : sequence or dask.dataframe.DataFrame
+            One item per shard: a path, or a list of paths read together. Paths ending in ``.parquet`` or ``.pq``
+            are Parquet files (one row per document; columns ``qid``, ``label`` and the features), any other
+            LETOR/SVMlight files (plain or gzip/bzip2/xz); one call takes one kind. Or a dask DataFrame with the
+            same columns: each partition is one shard, computed on the workers. A query must sit in one shard.
         client : dask.distributed.Client
         n_features : int, optional
-            Feature count (default: the largest index over all files).
+            LETOR files: the feature count (default: the largest index over all files). Not for Parquet files or
+            a DataFrame, whose width is their feature columns.
         dtype : {"float64", "float32"}, default "float64"
             Storage of ``X`` on the workers.
+        qid, label : str, default "qid", "y"
+            Parquet files and DataFrames: the query column and the grade column.
+        features : sequence of str, optional
+            Parquet files and DataFrames: the feature columns, in order (default every other column; every shard
+            must then have the same columns in the same order).
 
         Returns
         -------
@@ -172,7 +182,7 @@ class _PairwiseRanker(BaseRanker):
         lam = resolve_lam(self.lam, self.C)
         res = solve_files(client, files, tau=tau, mu=mu, lam=lam, tol=self.tol or 1e-6, loss=loss,
                           max_iter=self.max_iter or (3000 if loss == "hinge" else 200), n_features=n_features,
-                          dtype=np.dtype(dtype), verbose=bool(self.verbose))
+                          dtype=np.dtype(dtype), qid=qid, label=label, features=features, verbose=bool(self.verbose))
         if res.status != "optimal":
             warnings.warn(f"fit_files: certified relative gap {res.relative_gap:.2e} above tol (status {res.status}); "
                           "raise max_iter", InaccurateSolutionWarning, stacklevel=2)
@@ -184,7 +194,7 @@ class _PairwiseRanker(BaseRanker):
                                "relative_gap": res.relative_gap, "objective": res.objective,
                                "setup_time": res.setup_time, "solve_time": res.solve_time,
                                "oracle_calls": res.oracle_calls, "n_documents": res.n_documents,
-                               "n_pairs": res.n_pairs, "shards": len(files)}
+                               "n_pairs": res.n_pairs, "shards": res.n_shards}
         self.n_iter_ = int(res.iterations)
         self.lam_ = lam
         self.tau_ = tau
