@@ -14,6 +14,7 @@ import numpy as np
 from cvxrank.datasets import make_ranking
 from cvxrank.native.cutting_plane import cutting_plane
 from cvxrank.native.dask import DaskOracle
+from cvxrank.native.dask_files import files_oracle, solve_files
 from cvxrank.native.oracle import PairFreeOracle
 from cvxrank.native.truncated_newton import truncated_newton
 from cvxrank.native.variant_oracle import VariantOracle

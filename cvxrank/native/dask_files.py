@@ -43,7 +43,6 @@ import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from cvxrank.costs import Costs, check_lam
@@ -697,8 +696,16 @@ class FilesSolution:
     solve_time: float
     n_documents: int
     n_pairs: int
-    history: pd.DataFrame = field(repr=False)
+    history_rows: list = field(repr=False)
     n_shards: int = 0
+
+    @property
+    def history(self):
+        """The run's history (:attr:`~cvxrank.native.cutting_plane.CuttingPlaneRun.history`) as a DataFrame, built
+        from :attr:`history_rows` when read: the client imports pandas only then."""
+        import pandas as pd
+
+        return pd.DataFrame(self.history_rows)
 
     @property
     def gap_L(self) -> float:
@@ -753,4 +760,4 @@ def solve_files(client, files=None, *, tau=None, mu=None, lam: float = 0.5, tol:
                          oracle_calls=run.oracle_calls, iterations=run.iterations, rounds=oracle.rounds - rounds,
                          bytes_sent=oracle.bytes_sent - sent, bytes_received=oracle.bytes_received - received,
                          setup_time=setup, solve_time=run.solve_time, n_documents=oracle.n_documents,
-                         n_pairs=oracle.n_pairs, history=run.history, n_shards=len(oracle.shards))
+                         n_pairs=oracle.n_pairs, history_rows=run.history_rows, n_shards=len(oracle.shards))
