@@ -195,3 +195,21 @@ def test_bench_native_floor_with_float32_x_reports_against_the_float64_size(tmp_
     assert row["memory_vs_X"] == pytest.approx(row["peak_bytes"] / meta["x_bytes"])
     with pytest.raises(SystemExit):  # argparse names the two choices
         main(args[:-2] + ["--floor-dtype", "float16"])
+
+
+@pytest.mark.slow
+def test_bench_dask_runs_a_separate_lean_client_and_agrees_with_the_local_solve(tmp_path, capsys):
+    """A tiny instance end to end: the client is its own process, reports its whole peak RSS, imports no heavy
+    library, and the distributed solve agrees with the local one within their certified bounds."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "dask.json"
+    args = ["bench", "dask", "--queries", "40", "--shards", "2", "--workers", "2", "--memory-limit", "1GB",
+            "--folder", str(tmp_path / "shards"), "--json", str(out)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "client process peak" in text and "ok   agree within certified bounds" in text
+    doc = json.loads(out.read_text())
+    d = doc["dask"]
+    assert d["heavy_modules"] == [] and d["client_peak_rss"] >= d["client_rss_start"] > 0
+    assert doc["checks"]["agree within certified bounds"] and d["status"] == "optimal"
+    assert d["oracle_calls"] <= doc["local"]["oracle_calls"] + 2  # the same method; sums added in another order
