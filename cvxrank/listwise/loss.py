@@ -91,6 +91,7 @@ __all__ = [
     "listwise_loss_derivatives",
     "listwise_objective",
     "objective_derivatives",
+    "objective_from_sums",
     "perfect_order",
     "query_losses",
 ]
@@ -498,6 +499,10 @@ def query_losses(data, w, *, pcf=None) -> np.ndarray:
 def listwise_loss_derivatives(data, w, *, pcf=None, hessian: bool = True):
     """The data term of (3) with its gradient (4) and Hessian (5), all without ``C/m``.
 
+    The raw sums over the data's queries: they add over any split of the queries into shards, and
+    :func:`objective_from_sums` makes objective (3), gradient and Hessian of them (``objective_derivatives``
+    locally, :func:`cvxrank.listwise.dask.solve_newton_files` over a Dask cluster).
+
     Parameters
     ----------
     data : RankingData or ListwiseLayout
@@ -535,7 +540,7 @@ def listwise_objective(data, w, *, C=1.0, pcf=None) -> float:
     C = check_C(C)
     layout = _as_layout(data, pcf)
     w = _as_w(w, layout.n_features)
-    return 0.5 * float(w @ w) + C / layout.n_queries * listwise_loss(layout, w)
+    return objective_from_sums(w, listwise_loss(layout, w), C=C, n_queries=layout.n_queries)[0]
 
 
 def objective_derivatives(data, w, *, C=1.0, pcf=None, hessian: bool = True):
@@ -551,10 +556,50 @@ def objective_derivatives(data, w, *, C=1.0, pcf=None, hessian: bool = True):
     C = check_C(C)
     layout = _as_layout(data, pcf)
     w = _as_w(w, layout.n_features)
-    loss, g, H = listwise_loss_derivatives(layout, w, hessian=hessian)
-    scale = C / layout.n_queries
+    return objective_from_sums(w, *listwise_loss_derivatives(layout, w, hessian=hessian), C=C,
+                               n_queries=layout.n_queries)
+
+
+def objective_from_sums(w, loss, gradient=None, hessian=None, *, C, n_queries):
+    """Objective (3), gradient (4) and Hessian (5) from the data term's raw sums (:func:`listwise_loss_derivatives`).
+
+    .. math::
+
+        f(w) = \\tfrac12\\|w\\|^2 + \\frac{C}{m} L(w), \\qquad
+        \\nabla f(w) = w + \\frac{C}{m} \\nabla L(w), \\qquad
+        \\nabla^2 f(w) = I + \\frac{C}{m} \\nabla^2 L(w),
+
+    with ``L = Σ_i Σ_j (U/V) ℓ_ij`` and ``m = n_queries``. The sums of ``L`` add over any split of the queries
+    (the shards of :func:`cvxrank.listwise.dask.solve_newton_files`), ``m`` counts every query of all of them.
+
+    Parameters
+    ----------
+    w : ndarray of shape (n_features,)
+    loss : float
+        ``L(w)``.
+    gradient : ndarray of shape (n_features,) or None
+        ``∇L(w)``, or None.
+    hessian : ndarray of shape (n_features, n_features) or None
+        ``∇²L(w)``, or None.
+    C : float
+    n_queries : int
+        ``m`` of (3): every query, single-document ones included.
+
+    Returns
+    -------
+    objective, gradient, hessian
+        The gradient and Hessian are None when their sums are not given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> objective_from_sums(np.array([1.0]), 3.0, np.array([2.0]), np.array([[4.0]]), C=2.0, n_queries=4)
+    (2.0, array([2.]), array([[3.]]))
+    """
+    scale = C / n_queries
     f = 0.5 * float(w @ w) + scale * loss
-    g = w + scale * g
+    g = None if gradient is None else w + scale * gradient
+    H = hessian
     if H is not None:
         H = scale * H
         H[np.diag_indices_from(H)] += 1.0

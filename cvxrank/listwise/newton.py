@@ -53,9 +53,9 @@ def _check_max_iter(max_iter) -> int:
     return check_max_iter(max_iter, "max_iter (T of Step 1)")
 
 
-def _line_search(layout, w, d, f, g, C):
+def _line_search(objective, w, d, f, g):
     """Largest ``t = 2^-k`` meeting Armijo's condition (with rounding slack); returns (t, evaluations)."""
-    t, _, evaluations = armijo_step(lambda t: listwise_objective(layout, w + t * d, C=C), f, float(g @ d))
+    t, _, evaluations = armijo_step(lambda t: objective(w + t * d), f, float(g @ d))
     return t, evaluations
 
 
@@ -121,6 +121,53 @@ def solve_newton(data, *, C=1.0, pcf=None, tol: float = 1e-8, max_iter: int = 50
     w = np.full(n, 1.0 / layout.n_queries) if w0 is None else _as_w(w0, n).copy()
     setup_time = time.perf_counter() - start
 
+    w, k, converged, rows, last = newton_iterations(
+        lambda v, hessian: objective_derivatives(layout, v, C=C, hessian=hessian),
+        lambda v: listwise_objective(layout, v, C=C), w, tol=tol, max_iter=max_iter, line_search=line_search,
+        verbose=verbose)
+    solve_time = time.perf_counter() - last[3]
+
+    result = make_result(layout, w, C=C, tol=tol, solver="newton", solver_version=_version(),
+                         solver_status="converged" if converged else "user_limit", iterations=k,
+                         setup_time=setup_time, solve_time=solve_time,
+                         extras={"line_search": line_search, "n_lists": layout.n_lists, "n_terms": layout.n_terms})
+    return finish_history(result, rows, k, converged, last)
+
+
+def newton_iterations(derivatives, objective, w, *, tol: float, max_iter: int, line_search: bool = True,
+                      verbose: bool = False):
+    """Steps 2-5 from ``w`` on any evaluation of (3): the loop of :func:`solve_newton` and of
+    :func:`cvxrank.listwise.dask.solve_newton_files`.
+
+    Parameters
+    ----------
+    derivatives : callable
+        ``(w, hessian) -> (f(w), ∇f(w), ∇²f(w) or None)``: objective (3), gradient (4), Hessian (5).
+    objective : callable
+        ``w -> f(w)``: the line search's trial values.
+    w : ndarray of shape (n_features,)
+        The start (Step 1).
+    tol, max_iter, line_search, verbose
+        As for :func:`solve_newton`.
+
+    Returns
+    -------
+    w : ndarray
+        The last iterate (finite).
+    iterations : int
+    converged : bool
+        Whether ``‖dirn‖₁ < tol`` was met.
+    rows : list of dict
+        One history row per iterate; a converged run's last row is added by :func:`finish_history`
+        from the certificate.
+    last : tuple
+        ``(dirn_norm1, step, evaluations, start)`` of the last step; ``start`` is the loop's ``perf_counter``.
+
+    Raises
+    ------
+    SolverError
+        If the Cholesky factorisation fails, or the iterates leave the finite numbers.
+    """
     start = time.perf_counter()
     rows = []
 
@@ -131,7 +178,7 @@ def solve_newton(data, *, C=1.0, pcf=None, tol: float = 1e-8, max_iter: int = 50
             print(f"newton {k:3d}  f={f:.12g}  |grad|={grad_norm:.3e}  |dirn|_1={dnorm:.3e}  "
                   f"step={step:g}")
 
-    f, g, H = objective_derivatives(layout, w, C=C)  # Step 2
+    f, g, H = derivatives(w, True)  # Step 2
     record(0, f, float(np.linalg.norm(g)), np.nan, np.nan, 1)
     k, converged = 0, False
     dnorm, step, evaluations = np.nan, np.nan, 0
@@ -141,7 +188,7 @@ def solve_newton(data, *, C=1.0, pcf=None, tol: float = 1e-8, max_iter: int = 50
         except (np.linalg.LinAlgError, ValueError) as exc:
             raise SolverError(f"newton: Cholesky factorisation of the Hessian failed at iteration {k} ({exc}); "
                               "try a smaller C or the CVXPY form (solve_listwise_cvxpy)") from None
-        step, evaluations = _line_search(layout, w, d, f, g, C) if line_search else (1.0, 0)
+        step, evaluations = _line_search(objective, w, d, f, g) if line_search else (1.0, 0)
         w = w + step * d  # Step 4
         k += 1
         dnorm = float(np.abs(d).sum())
@@ -150,18 +197,22 @@ def solve_newton(data, *, C=1.0, pcf=None, tol: float = 1e-8, max_iter: int = 50
         if dnorm < tol:  # Step 5
             converged = True
             break
-        f, g, H = objective_derivatives(layout, w, C=C, hessian=k < max_iter)
+        f, g, H = derivatives(w, k < max_iter)
         record(k, f, float(np.linalg.norm(g)), dnorm, step, evaluations)
-    solve_time = time.perf_counter() - start
     if not np.all(np.isfinite(w)):
         raise SolverError(f"newton: the iterates diverged to a non-finite w at iteration {k}; "
                           "use line_search=True or a smaller C")
+    return w, k, converged, rows, (dnorm, step, evaluations, start)
 
-    result = make_result(layout, w, C=C, tol=tol, solver="newton", solver_version=_version(),
-                         solver_status="converged" if converged else "user_limit", iterations=k,
-                         setup_time=setup_time, solve_time=solve_time,
-                         extras={"line_search": line_search, "n_lists": layout.n_lists, "n_terms": layout.n_terms})
+
+def finish_history(result, rows, iterations, converged, last):
+    """Add a converged run's last row (its certified objective and gradient norm); ``result.history`` from the rows."""
+    dnorm, step, evaluations, start = last
     if converged:
-        record(k, result.objective, result.grad_norm, dnorm, step, evaluations)
+        rows.append({"iteration": iterations, "objective": result.objective, "grad_norm": result.grad_norm,
+                     "dirn_norm1": dnorm, "step": step, "evaluations": evaluations,
+                     "time": time.perf_counter() - start})
     result.history = pd.DataFrame(rows)
     return result
+
+

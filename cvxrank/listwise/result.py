@@ -155,7 +155,7 @@ class ListwiseResult(SolveResult):
 
 
 def make_result(layout, w, *, C, tol, solver, solver_version, solver_status, iterations, setup_time, solve_time,
-                history=None, extras=None) -> ListwiseResult:
+                history=None, extras=None, stacklevel=3) -> ListwiseResult:
     """Certify ``w`` (objective and gradient in numpy), judge the status, warn if not optimal."""
     import time
 
@@ -164,9 +164,28 @@ def make_result(layout, w, *, C, tol, solver, solver_version, solver_status, ite
     start = time.perf_counter()
     w = np.asarray(w, dtype=np.float64).ravel()
     loss, loss_grad, _ = listwise_loss_derivatives(layout, w, hessian=False)
-    scale = C / layout.n_queries
-    f = 0.5 * float(w @ w) + scale * loss
-    g = w + scale * loss_grad
+    return result_from_sums(w, loss, loss_grad, n_queries=layout.n_queries, pcf=layout.pcf, C=C, tol=tol,
+                            solver=solver, solver_version=solver_version, solver_status=solver_status,
+                            iterations=iterations, setup_time=setup_time, solve_time=solve_time, history=history,
+                            extras=extras, start=start, stacklevel=stacklevel + 1)
+
+
+def result_from_sums(w, loss, loss_grad, *, n_queries, pcf, C, tol, solver, solver_version, solver_status,
+                     iterations, setup_time, solve_time, history=None, extras=None, start=None,
+                     stacklevel=3) -> ListwiseResult:
+    """Certify ``w`` from the data term's sums ``L(w)`` and ``∇L(w)`` (over all queries, ``m = n_queries``).
+
+    ``f = ½‖w‖² + (C/m) L`` and ``∇f = w + (C/m) ∇L`` (:func:`~cvxrank.listwise.loss.objective_from_sums`) give the
+    bounds of :func:`certificate_bounds`; the status follows :func:`~cvxrank.solution.judge_status`, and a
+    status other than ``"optimal"`` warns. ``start`` (a ``time.perf_counter()`` reading) begins the certification
+    time (default: now).
+    """
+    import time
+
+    from cvxrank.listwise.loss import objective_from_sums
+
+    start = time.perf_counter() if start is None else start
+    f, g, _ = objective_from_sums(w, loss, loss_grad, C=C, n_queries=n_queries)
     bounds = certificate_bounds(f, g)
     certificate = Certificate(kind="gradient-norm bound", gap_L=bounds["gap_bound"], gap_M=math.nan,
                               relative_gap=bounds["relative_gap_bound"], distance_bound=bounds["grad_norm"])
@@ -177,7 +196,7 @@ def make_result(layout, w, *, C, tol, solver, solver_version, solver_status, ite
             f"{certificate.relative_gap:.2e} > tol {tol:.0e} (solver status {solver_status!r}); "
             "raise max_iter, tighten the solver's tolerances, or use the solver 'newton'",
             InaccurateSolutionWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     extras = extras or {}
     return ListwiseResult(
@@ -187,5 +206,5 @@ def make_result(layout, w, *, C, tol, solver, solver_version, solver_status, ite
         solver_objective=float(extras.get("solver_objective", math.nan)), iterations=iterations,
         setup_time=float(setup_time), solve_time=float(solve_time), certify_time=time.perf_counter() - start,
         primal_residual=0.0, lam=1.0 / (2.0 * C), tol=tol, history=history, extras=extras,
-        loss=loss, grad_norm=bounds["grad_norm"], C=C, pcf=layout.pcf,
+        loss=loss, grad_norm=bounds["grad_norm"], C=C, pcf=pcf,
     )
