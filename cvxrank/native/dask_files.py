@@ -49,7 +49,7 @@ from cvxrank.costs import Costs, check_lam
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.dask import DEFAULT_TIMEOUT, DaskOracle, _check_client, _Shard
 
-__all__ = ["FilesSolution", "files_oracle", "shard_groups", "solve_files"]
+__all__ = ["FilesSolution", "ShardReading", "files_oracle", "read_shards", "shard_groups", "solve_files"]
 
 
 def shard_groups(files) -> list[list[str]]:
@@ -359,6 +359,136 @@ def _build_shard(shard, width, grades, values):
 
 
 # -- on the client -------------------------------------------------------------
+@dataclass
+class ShardReading:
+    """Shards read on the workers (:func:`read_shards`): futures of their data and what the client knows of them.
+
+    Attributes
+    ----------
+    read : list of distributed.Future
+        One per shard: an object whose ``data`` is the shard's :class:`~cvxrank.data.RankingData`, on a worker.
+    partitions : list of distributed.Future
+        A dask DataFrame's partitions (empty for files); released with :meth:`release`.
+    summaries : list of dict
+        Per shard: ``n_features``, ``query_ids``, ``grades``, ``counts`` (documents per query and grade),
+        ``n_documents``, ``x_bytes``, ``columns`` (a frame's feature columns, else None).
+    groups : list of list of str
+        The shards' files (``["partition i"]`` for a DataFrame's non-empty partitions).
+    width : int
+        The agreed feature count (LETOR: the largest index over all shards, or ``n_features``).
+    query_ids : ndarray
+        Every shard's query ids, shard after shard (no query in two shards).
+    frame : bool
+        Whether the shards are a DataFrame's partitions.
+    tag : str
+        The random part of the tasks' keys.
+    """
+
+    read: list
+    partitions: list
+    summaries: list
+    groups: list
+    width: int
+    query_ids: np.ndarray
+    frame: bool
+    tag: str
+
+    def release(self) -> None:
+        """Let the cluster forget the read tasks' results once the shards built on them are held (the tasks
+        stay known to the scheduler: a lost shard is read again)."""
+        for f in (*self.read, *self.partitions):
+            f.release()
+
+
+def read_shards(client, files, *, n_features: int | None = None, dense: bool | None = None, dtype=np.float64,
+                timeout: float = DEFAULT_TIMEOUT, qid: str = "qid", label: str = "y",
+                features=None) -> ShardReading:
+    """Read shards on the workers and check them on the client, as :func:`files_oracle` does before it builds
+    its oracles: the same readers, arguments and checks (a query in two shards, feature columns that differ,
+    the feature count, an empty DataFrame).
+
+    The parameters are those of :func:`files_oracle` without the costs. The caller builds what it needs on the
+    shards (``client.submit(build, future, ...)`` on :attr:`ShardReading.read`), then calls
+    :meth:`ShardReading.release`.
+
+    Raises
+    ------
+    ValidationError
+        As :func:`files_oracle` (the read futures are then released).
+    """
+    return _read_shards(client, _shard_input(client, files, qid, label, features, n_features), n_features, dense,
+                        dtype, timeout)
+
+
+def _shard_input(client, files, qid, label, features, n_features):
+    """The checks of the arguments alone (nothing read): ``(files, frame, kind, groups, qid, label, features)``."""
+    _check_client(client)
+    frame = _is_dask_frame(files)
+    groups = None
+    if frame:
+        kind = "frame"
+    else:
+        _refuse_objects(files)
+        groups = shard_groups(files)
+        kind = _shard_kind(groups)
+    if kind == "letor":
+        if (qid, label, features) != ("qid", "y", None):
+            raise ValidationError("qid=, label= and features= name the columns of Parquet files or a dask DataFrame; "
+                                  "LETOR files carry their own fields")
+    else:
+        features = _check_column_names(qid, label, features)
+        if frame:
+            _check_frame(files, qid, label, features)
+        if n_features is not None:
+            raise ValidationError("n_features applies to LETOR files; the width of Parquet files and DataFrames is "
+                                  "their feature columns (pass features=[...] to choose them)")
+    return files, frame, kind, groups, qid, label, features
+
+
+def _read_shards(client, source, n_features, dense, dtype, timeout) -> ShardReading:
+    """Submit the readers, gather the summaries, check them (:func:`read_shards`)."""
+    files, frame, kind, groups, qid, label, features = source
+    if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
+        raise ValidationError(f"n_features must be a positive integer, got {n_features!r}")
+    _check_workers(client)
+    tag, pid = uuid.uuid4().hex[:8], os.getpid()
+    partitions = []
+    if kind == "letor":
+        read = [client.submit(_read_shard, g, dense, dtype, pid, key=f"cvxrank-read-{i}-{tag}", pure=False)
+                for i, g in enumerate(groups)]
+    elif kind == "parquet":
+        read = [client.submit(_read_parquet_shard, g, qid, label, features, dense, dtype, pid,
+                              key=f"cvxrank-read-{i}-{tag}", pure=False) for i, g in enumerate(groups)]
+    else:  # each partition computed where it lands, then converted there
+        partitions = client.compute(files.to_delayed())
+        groups = [[f"partition {i}"] for i in range(len(partitions))]
+        read = [client.submit(_frame_shard, f, g[0], qid, label, features, dense, dtype, pid,
+                              key=f"cvxrank-read-{i}-{tag}", pure=False) for i, (f, g) in enumerate(zip(partitions, groups))]
+    try:
+        summaries = _gather(client, [client.submit(_summary, f, pure=False) for f in read], timeout, "reading")
+        if frame:  # empty partitions hold no shard
+            kept = [i for i, s in enumerate(summaries) if s is not None]
+            if not kept:
+                raise ValidationError("the dask DataFrame has no rows")
+            read, summaries, groups = [read[i] for i in kept], [summaries[i] for i in kept], [groups[i] for i in kept]
+        if kind != "letor":
+            _check_columns(summaries, groups)
+        width = max(s["n_features"] for s in summaries)
+        if n_features is not None:
+            if width > n_features:
+                i = next(i for i, s in enumerate(summaries) if s["n_features"] > n_features)
+                raise ValidationError(f"{', '.join(groups[i])}: feature index {summaries[i]['n_features']} above "
+                                      f"n_features={n_features}")
+            width = int(n_features)
+        query_ids = _concatenate_ids([s["query_ids"] for s in summaries])
+        _check_overlap(query_ids, summaries, groups, qid if frame else None)
+    except BaseException:
+        for f in (*read, *partitions):
+            f.release()
+        raise
+    return ShardReading(read, partitions, summaries, groups, width, query_ids, frame, tag)
+
+
 def files_oracle(client, files, *, tau=None, mu=None, n_features: int | None = None, dense: bool | None = None,
                  dtype=np.float64, timeout: float = DEFAULT_TIMEOUT, qid: str = "qid", label: str = "y",
                  features=None) -> DaskOracle:
@@ -411,60 +541,12 @@ def files_oracle(client, files, *, tau=None, mu=None, n_features: int | None = N
         shards (the file and the first differing column), LETOR and Parquet files in one call, a shard whose
         reading would exceed its worker's memory (``MemoryBudgetError``).
     """
-    _check_client(client)
-    frame = _is_dask_frame(files)
-    if frame:
-        kind = "frame"
-    else:
-        _refuse_objects(files)
-        groups = shard_groups(files)
-        kind = _shard_kind(groups)
-    if kind == "letor":
-        if (qid, label, features) != ("qid", "y", None):
-            raise ValidationError("qid=, label= and features= name the columns of Parquet files or a dask DataFrame; "
-                                  "LETOR files carry their own fields")
-    else:
-        features = _check_column_names(qid, label, features)
-        if frame:
-            _check_frame(files, qid, label, features)
-        if n_features is not None:
-            raise ValidationError("n_features applies to LETOR files; the width of Parquet files and DataFrames is "
-                                  "their feature columns (pass features=[...] to choose them)")
+    source = _shard_input(client, files, qid, label, features, n_features)
     costs = Costs.coerce(None, tau=tau, mu=mu)
-    if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
-        raise ValidationError(f"n_features must be a positive integer, got {n_features!r}")
-    _check_workers(client)
-    tag, pid = uuid.uuid4().hex[:8], os.getpid()
-    partitions = []
-    if kind == "letor":
-        read = [client.submit(_read_shard, g, dense, dtype, pid, key=f"cvxrank-read-{i}-{tag}", pure=False)
-                for i, g in enumerate(groups)]
-    elif kind == "parquet":
-        read = [client.submit(_read_parquet_shard, g, qid, label, features, dense, dtype, pid,
-                              key=f"cvxrank-read-{i}-{tag}", pure=False) for i, g in enumerate(groups)]
-    else:  # each partition computed where it lands, then converted there
-        partitions = client.compute(files.to_delayed())
-        groups = [[f"partition {i}"] for i in range(len(partitions))]
-        read = [client.submit(_frame_shard, f, g[0], qid, label, features, dense, dtype, pid,
-                              key=f"cvxrank-read-{i}-{tag}", pure=False) for i, (f, g) in enumerate(zip(partitions, groups))]
+    shards = _read_shards(client, source, n_features, dense, dtype, timeout)
+    read, partitions, summaries, groups = shards.read, shards.partitions, shards.summaries, shards.groups
+    width, query_ids, frame, tag = shards.width, shards.query_ids, shards.frame, shards.tag
     try:
-        summaries = _gather(client, [client.submit(_summary, f, pure=False) for f in read], timeout, "reading")
-        if frame:  # empty partitions hold no shard
-            kept = [i for i, s in enumerate(summaries) if s is not None]
-            if not kept:
-                raise ValidationError("the dask DataFrame has no rows")
-            read, summaries, groups = [read[i] for i in kept], [summaries[i] for i in kept], [groups[i] for i in kept]
-        if kind != "letor":
-            _check_columns(summaries, groups)
-        width = max(s["n_features"] for s in summaries)
-        if n_features is not None:
-            if width > n_features:
-                i = next(i for i, s in enumerate(summaries) if s["n_features"] > n_features)
-                raise ValidationError(f"{', '.join(groups[i])}: feature index {summaries[i]['n_features']} above "
-                                      f"n_features={n_features}")
-            width = int(n_features)
-        query_ids = _concatenate_ids([s["query_ids"] for s in summaries])
-        _check_overlap(query_ids, summaries, groups, qid if frame else None)
         grades = np.unique(np.concatenate([s["grades"] for s in summaries]))
         G = grades.shape[0]
         counts = []
