@@ -64,6 +64,76 @@ class _ListwiseRanker(BaseRanker):
         self.C_ = float(C)
         return self
 
+    def fit_files(self, files, *, client, n_features=None, dtype="float64", qid="qid", label="y", features=None):
+        """Fit ``w`` on data read by the workers of a dask cluster (LETOR/SVMlight or Parquet files, or a dask
+        DataFrame): ``X`` never reaches the client.
+
+        Problem (3) of He et al., solved by Newton's method over query shards
+        (:func:`cvxrank.listwise.dask.solve_newton_files`: each worker holds its shard's layout and returns the
+        raw sums of the loss, its gradient (4) and Hessian (5); the client adds them, takes the Cholesky step
+        and the line search), certified by the gradient like ``solver="newton"``.
+
+        Parameters
+        ----------
+        files : sequence or dask.dataframe.DataFrame
+            One item per shard: a path, or a list of paths read together. Paths ending in ``.parquet`` or ``.pq``
+            are Parquet files (one row per document; columns ``qid``, ``label`` and the features), any other
+            LETOR/SVMlight files (plain or gzip/bzip2/xz); one call takes one kind. Or a dask DataFrame with the
+            same columns: each partition is one shard, computed on the workers. A query must sit in one shard.
+        client : dask.distributed.Client
+        n_features : int, optional
+            LETOR files: the feature count (default: the largest index over all files). Not for Parquet files or
+            a DataFrame, whose width is their feature columns.
+        dtype : {"float64", "float32"}, default "float64"
+            Storage of ``X`` on the workers as read (the layouts hold float64).
+        qid, label : str, default "qid", "y"
+            Parquet files and DataFrames: the query column and the grade column.
+        features : sequence of str, optional
+            Parquet files and DataFrames: the feature columns, in order.
+
+        Returns
+        -------
+        self
+            With ``result_`` a :class:`~cvxrank.listwise.ListwiseResult`.
+
+        Raises
+        ------
+        ValidationError
+            For a solver other than ``"newton"`` (or ``"auto"``): the CVXPY form needs the data in memory;
+            ``solver_options`` other than ``line_search`` and ``max_iter``; or bad shards
+            (:func:`~cvxrank.native.dask_files.files_oracle`).
+        """
+        from cvxrank.listwise.dask import solve_newton_files
+        from cvxrank.solvers.registry import ITERATION_CAP
+
+        check("score_k", self.score_k, POSITIVE_INT)
+        check("max_iter", self.max_iter, ITERATION_CAP.or_none())
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")
+        if not isinstance(self.verbose, (bool, np.bool_)):
+            raise ValidationError(f"verbose must be True or False, got {self.verbose!r}")
+        solver = str(self.solver).lower()
+        if solver not in ("newton", "auto"):
+            raise ValidationError(f"fit_files runs Newton's method over the shards (solver='newton'); "
+                                  f"solver={self.solver!r} needs the data in memory: use fit")
+        options = dict(self.solver_options or {})
+        unknown = sorted(set(options) - {"line_search", "max_iter"})
+        if unknown:
+            raise ValidationError(f"fit_files takes the solver_options line_search and max_iter, not {unknown[0]!r}")
+        max_iter = self.max_iter if self.max_iter is not None else options.get("max_iter", 50)
+        C = _resolve_C(self.C, self.lam)
+        result = solve_newton_files(client, files, C=C, pcf=self._pcf(), tol=1e-8 if self.tol is None else self.tol,
+                                    max_iter=max_iter, line_search=options.get("line_search", True),
+                                    verbose=bool(self.verbose), n_features=n_features, dtype=np.dtype(dtype), qid=qid,
+                                    label=label, features=features)
+        self.coef_ = np.asarray(result.w, dtype=np.float64)
+        self.n_features_in_ = int(result.w.shape[0])
+        self.result_ = result
+        self.solve_summary_ = result.summary()
+        self.n_iter_ = int(result.iterations or 0)
+        self.C_ = float(C)
+        return self
+
 
 _DOC = """
     C : float, optional

@@ -9,6 +9,9 @@ convex), with the backends:
 * :func:`solve_listwise_cvxpy` — the same problem declared in CVXPY with the
   exponential cone (:func:`build_listwise`), for Clarabel, ECOS, SCS, ...
 
+and, over data sharded on a Dask cluster (files read on the workers),
+:func:`cvxrank.listwise.dask.solve_newton_files`: Newton's method with its sums split over shards.
+
 The loss, its gradient and Hessian are in :mod:`cvxrank.listwise.loss`.
 """
 
