@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from cvxrank._io import read_pipe
-from cvxrank._memory import check_letor_files, check_memory
+from cvxrank._memory import MemoryBudgetError, check_letor_files, check_memory
 from cvxrank._validation import POSITIVE_INT, check
 from cvxrank.exceptions import ValidationError
 
@@ -449,8 +449,12 @@ def _read_together(paths, n_features, read) -> list:
     width = n_features or width
     out = []
     for X, y, q in parts:
-        X = X.tocsr()
-        out += [sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width)), y, q]
+        if sp.issparse(X):
+            X = X.tocsr()
+            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
+        elif X.shape[1] < width:  # a dense read narrower than the other files: zero columns added
+            X = np.hstack([X, np.zeros((X.shape[0], width - X.shape[1]), dtype=X.dtype)])
+        out += [X, y, q]
     return out
 
 
@@ -473,7 +477,10 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
         Pass it so that train and test files agree.
     dense : bool, optional
         Return dense ``X``. Default: dense when at least half the entries are
-        non-zero (LETOR files usually are), sparse CSR otherwise.
+        non-zero (LETOR files usually are), sparse CSR otherwise. ``True`` reads
+        the pieces straight into dense blocks (:func:`cvxrank._svmlight.read_svmlight_dense`):
+        a peak of about twice the dense ``X``, where reading CSR and then densifying
+        (the default) holds about three times (the CSR takes 16 bytes a value).
     dtype : {numpy.float64, numpy.float32}, default numpy.float64
         Storage of ``X`` (see :class:`RankingData`). The text is read in
         float64 and each value then rounded to the nearest float32.
@@ -502,11 +509,18 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
             raise ValidationError(f"{p}: the file is empty")
     # before reading: an estimate from the values counted in the (decompressed) text
     check_letor_files(paths, values=[v for _, v, _ in scans], sizes=[s for s, _, _ in scans])
-    from cvxrank._svmlight import read_svmlight
+    from cvxrank._svmlight import read_svmlight, read_svmlight_dense
 
+    # dense asked for: read into dense blocks (about 2x X at the peak, not CSR + dense: 3x)
+    def budget(nbytes):
+        check_memory(float(nbytes), f"{', '.join(paths)}: a dense X (read in blocks)", "pass dense=False to keep X sparse")
+
+    read = (lambda f: read_svmlight_dense(f, dtype=dtype, check=budget)) if dense is True else read_svmlight
     files = [s.path if s.plain else s.open() for s in sources]
     try:
-        loaded = _read_together(files, n_features, read_svmlight)
+        loaded = _read_together(files, n_features, read)
+    except MemoryBudgetError:
+        raise
     except (ValueError, OverflowError) as exc:
         for p, s in zip(paths, sources):
             _check_letor_lines(p, s)  # raises with the line number when it finds the fault
@@ -527,13 +541,14 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
             # scikit-learn returns a short qid array when a line has no qid.
             _check_letor_lines(p, sources[i])
             raise ValidationError(f"{p}: {X.shape[0]} documents but {q.shape[0]} qid fields")
-        as_dense = dense if dense is not None else X.nnz >= 0.5 * X.shape[0] * X.shape[1]
-        if as_dense:
-            check_memory(float(dtype.itemsize) * X.shape[0] * X.shape[1], f"{p}: a dense X of {X.shape[0]:,} documents x "
-                         f"{X.shape[1]:,} features", "pass dense=False to keep X sparse")
-        with np.errstate(over="ignore"):  # beyond float32's range: RankingData names the value
-            X = X.tocsr().astype(dtype, copy=False)  # before densifying: no dense float64 copy for float32
-        X = X.toarray() if as_dense else X
+        if sp.issparse(X):  # (a dense read is in dtype already)
+            as_dense = dense if dense is not None else X.nnz >= 0.5 * X.shape[0] * X.shape[1]
+            if as_dense:
+                check_memory(float(dtype.itemsize) * X.shape[0] * X.shape[1], f"{p}: a dense X of {X.shape[0]:,} "
+                             f"documents x {X.shape[1]:,} features", "pass dense=False to keep X sparse")
+            with np.errstate(over="ignore"):  # beyond float32's range: RankingData names the value
+                X = X.tocsr().astype(dtype, copy=False)  # before densifying: no dense float64 copy for float32
+            X = X.toarray() if as_dense else X
         try:
             out.append(RankingData(X, y, q, dtype=dtype))
         except ValidationError as exc:

@@ -98,3 +98,77 @@ def test_load_letor_reads_in_chunks_with_one_feature_count(tmp_path, monkeypatch
     np.testing.assert_array_equal(train.y, ref[1])
     with pytest.raises(cr.ValidationError, match=r"n_features.*3.*9 features"):
         cr.load_letor([a, b], n_features=3)
+
+
+def dense_same(a, b, dtype=np.float64):
+    """A dense read ``a`` against the CSR read ``b`` densified and cast as load_letor does it."""
+    Xa, ya, qa = a
+    Xb, yb, qb = b
+    assert Xa.dtype == dtype and Xa.shape == Xb.shape
+    np.testing.assert_array_equal(Xa, Xb.toarray().astype(dtype))
+    np.testing.assert_array_equal(ya, yb)
+    np.testing.assert_array_equal(qa, qb)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("chunk_bytes", [1, 7, 40, 10_000])
+def test_the_dense_read_is_the_csr_read_densified(tmp_path, chunk_bytes, dtype):
+    """Byte ranges of a plain file and whole-line pieces of a compressed stream, the pieces of different widths
+    (the widest line is in the middle), comment and blank lines, a query id without features: the same values."""
+    import gzip
+
+    from cvxrank._svmlight import read_svmlight_dense
+
+    path = write(tmp_path, LINES)
+    reference = load_svmlight_file(str(path), query_id=True, zero_based=False)
+    dense_same(read_svmlight_dense(path, dtype=dtype, chunk_bytes=chunk_bytes), reference, dtype)
+    packed = tmp_path / "d.letor.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    with gzip.open(packed, "rb") as fh:
+        dense_same(read_svmlight_dense(fh, dtype=dtype, chunk_bytes=chunk_bytes), reference, dtype)
+    with pytest.raises(ValueError, match="open a compressed file"):
+        read_svmlight_dense(packed)
+
+
+def test_the_dense_read_checks_its_budget_before_each_block():
+    import io
+
+    from cvxrank._svmlight import read_svmlight_dense
+
+    text = "\n".join(f"1 qid:{i} 1:1 2:2" for i in range(100)).encode() + b"\n"
+    seen = []
+    X, _, _ = read_svmlight_dense(io.BytesIO(text), chunk_bytes=64, check=seen.append)
+    assert len(seen) > 2 and seen == sorted(seen) and seen[-1] == 2 * X.nbytes  # the blocks, then X beside them
+
+    def refuse(nbytes):
+        if nbytes > 100:
+            raise MemoryError("budget")
+
+    with pytest.raises(MemoryError, match="budget"):
+        read_svmlight_dense(io.BytesIO(text), chunk_bytes=64, check=refuse)
+
+
+def test_load_letor_dense_reads_dense_with_one_feature_count_and_names_bad_lines(tmp_path):
+    from cvxrank._memory import MemoryBudgetError, set_memory_budget
+
+    a = write(tmp_path, [f"{i % 3} qid:{i // 5} 1:{i} 3:1" for i in range(400)], "a.letor")
+    b = write(tmp_path, [f"{i % 2} qid:{i // 5} 2:{i} 9:2" for i in range(300)], "b.letor")
+    for dtype in (np.float64, np.float32):
+        dense = cr.load_letor([a, b], dense=True, dtype=dtype)
+        sparse = cr.load_letor([a, b], dense=False, dtype=dtype)
+        for d, s in zip(dense, sparse):
+            assert isinstance(d.X, np.ndarray) and d.X.shape == (d.n_documents, 9) and d.X.dtype == dtype
+            np.testing.assert_array_equal(d.X, s.X.toarray())
+            np.testing.assert_array_equal(d.y, s.y)
+            np.testing.assert_array_equal(d.qid, s.qid)
+    bad = write(tmp_path, [f"1 qid:{i} 1:{i}" for i in range(50)] + ["1 qid:3 1:x"], "bad.letor")
+    with pytest.raises(cr.ValidationError, match=r"bad.letor.*line 51"):
+        cr.load_letor(bad, dense=True)
+    wide = write(tmp_path, [f"1 qid:{i // 4} {1 + (i * 37) % 5000}:1" for i in range(400)], "wide.letor")
+    try:  # 16 MB dense from 8 KB of text: the text's estimate passes, the dense blocks are refused as they grow
+        set_memory_budget(2**20)
+        with pytest.raises(MemoryBudgetError, match="wide.letor: a dense X"):
+            cr.load_letor(wide, dense=True)
+        assert cr.load_letor(wide, dense=False).n_features > 4000  # sparse, within the budget
+    finally:
+        set_memory_budget(None)

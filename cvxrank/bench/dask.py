@@ -5,9 +5,10 @@ The instance (make_web_like: --queries queries of 50-150 documents, 136 features
   dask    a LocalCluster of --workers worker processes (one thread each, --memory-limit each,
           spilling off: a shard is not managed data), started by this process; the client is a
           process of its own, as a user's script would be (it imports only distributed and
-          cvxrank.native.dask_files): the workers read the shards
-          (cvxrank.native.dask_files.files_oracle) and the planes and the Newton phase run over
-          them (cvxrank.native.dask_files.solve_files);
+          cvxrank.native.dask_files): the workers read the shards into dense X
+          (cvxrank.native.dask_files.files_oracle with dense=True: a reading peak of about 2x a
+          shard's X, not 3x) and the planes and the Newton phase run over them
+          (cvxrank.native.dask_files.solve_files);
   local   this process reads the same files (load_letor) and solves with
           cvxrank.solve(problem, "cutting_plane").
 Reported for each: read time, solve time, oracle calls, and peak RSS; for dask also the rounds
@@ -81,7 +82,7 @@ client = Client(args["scheduler"], timeout=60)
 try:
     start = peak_rss()
     t = time.perf_counter()
-    oracle = files_oracle(client, args["files"], mu=args["mu"], timeout=300.0)
+    oracle = files_oracle(client, args["files"], mu=args["mu"], dense=True, timeout=300.0)
     read = time.perf_counter() - t
     res = solve_files(client, oracle=oracle, lam=args["lam"], tol=args["tol"])
     out = {"read_time": read, "solve_time": res.solve_time, "oracle_calls": res.oracle_calls, "rounds": res.rounds,
