@@ -158,14 +158,17 @@ def _read_piece(text: bytes):
                               dtype=np.float64)
 
 
-def read_svmlight_dense(path, *, dtype=np.float64, chunk_bytes: int = CHUNK_BYTES, check=None):
+def read_svmlight_dense(path, *, dtype=np.float64, chunk_bytes: int = CHUNK_BYTES, check=None, rows=None):
     """``(X, y, qid)`` of one SVMlight file as :func:`read_svmlight` gives them, but ``X`` dense in ``dtype``.
 
     Each piece (a byte range of a plain file, whole lines of an open or compressed stream) is read by
     scikit-learn's reader and made a dense block of its own width at once (``toarray`` of the piece, then a cast
     to ``dtype``: the same values as ``read_svmlight(path)[0].toarray().astype(dtype)``, duplicate indices summed
-    alike); the blocks are then copied into one array of the largest width. Peak memory about twice the dense
-    ``X``, read in this process (no parallel pieces).
+    alike). Without ``rows`` the blocks are kept and then copied into one array of the largest width: a peak of
+    about twice the dense ``X``. With ``rows`` (the number of documents, e.g. counted from the text) ``X`` is
+    allocated at the first piece and each block copied in and dropped at once: a peak of ``X`` and one piece
+    (``X`` is copied once more only where a later piece is wider than the first, or ``rows`` was wrong). Read in
+    this process (no parallel pieces).
 
     Parameters
     ----------
@@ -176,6 +179,8 @@ def read_svmlight_dense(path, *, dtype=np.float64, chunk_bytes: int = CHUNK_BYTE
     check : callable, optional
         ``check(nbytes)`` before each block and before ``X`` is allocated, with the bytes the dense blocks (and
         ``X``) then hold; it raises to stop (a memory budget).
+    rows : int, optional
+        The number of documents, when known: ``X`` is filled as the pieces come (see above).
 
     Returns
     -------
@@ -198,6 +203,8 @@ def read_svmlight_dense(path, *, dtype=np.float64, chunk_bytes: int = CHUNK_BYTE
             raise ValueError(f"{path}: open a compressed file and pass the stream")
         ranges = _ranges(path, size, int(chunk_bytes)) if size > chunk_bytes else [(0, -1)]
         pieces = (_read_range(path, o, n) for o, n in ranges)
+    if rows is not None:
+        return _fill_dense(pieces, dtype, int(rows), check)
     itemsize = np.dtype(dtype).itemsize
     blocks, ys, qs, held = [], [], [], 0
     for X, y, q in pieces:
@@ -222,6 +229,38 @@ def read_svmlight_dense(path, *, dtype=np.float64, chunk_bytes: int = CHUNK_BYTE
         b = blocks.pop(0)  # each block freed once copied
         X[row:row + b.shape[0], :b.shape[1]] = b
         row += b.shape[0]
+    y = np.concatenate(ys) if ys else np.empty(0)
+    qid = (np.concatenate(qs) if qs else np.empty(0)).astype(np.int64, copy=False)
+    return X, y, qid
+
+
+def _fill_dense(pieces, dtype, rows: int, check):
+    """:func:`read_svmlight_dense` with the number of documents known: each piece's block copied into ``X`` at
+    once (widened, or lengthened, by a copy where a piece does not fit)."""
+    itemsize = np.dtype(dtype).itemsize
+    X, ys, qs, row = None, [], [], 0
+    for P, y, q in pieces:
+        if P.shape[0] == 0 and q.shape[0] == 0:
+            continue
+        width = int(P.indices.max()) + 1 if P.nnz else 0
+        need_rows, need_width = max(rows, row + P.shape[0]), max(width, 0 if X is None else X.shape[1])
+        if X is None or need_rows > X.shape[0] or need_width > X.shape[1]:
+            if check is not None:
+                check((need_rows * need_width + (0 if X is None else X.size)) * itemsize)
+            grown = np.zeros((need_rows, need_width), dtype=dtype)
+            if X is not None:
+                grown[:row, :X.shape[1]] = X[:row]
+            X = grown
+        P = sp.csr_matrix((P.data, P.indices, P.indptr), shape=(P.shape[0], width))
+        with np.errstate(over="ignore"):  # beyond float32's range: the caller names the value
+            X[row:row + P.shape[0], :width] = P.toarray()
+        row += P.shape[0]
+        ys.append(y)
+        qs.append(q)
+    if X is None:
+        X = np.zeros((0, 0), dtype=dtype)
+    elif row < X.shape[0]:
+        X = X[:row].copy()  # fewer documents than counted: the counted rows were not all documents
     y = np.concatenate(ys) if ys else np.empty(0)
     qid = (np.concatenate(qs) if qs else np.empty(0)).astype(np.int64, copy=False)
     return X, y, qid

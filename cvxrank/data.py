@@ -376,18 +376,21 @@ class _Source:
     def scan(self) -> tuple[int, int, bool]:
         """One pass over the text: its size in bytes, the number of values (a grade or an
         ``index:value`` per token), and whether it needs the strict line check (text scikit-learn
-        reads more leniently than LETOR: ``1_000``, or a token such as ``qidx:3``)."""
-        size = values = 0
+        reads more leniently than LETOR: ``1_000``, or a token such as ``qidx:3``). Sets :attr:`qids`, the
+        ``qid:`` fields counted (a document each, in a valid file)."""
+        size = values = qid_fields = 0
         strict = False
         try:
             with self.open() as fh:
                 for chunk in iter(lambda: fh.read(2**22) + fh.readline(), b""):  # whole lines per chunk
                     size += len(chunk)
                     qids = chunk.count(b"qid:")
+                    qid_fields += qids
                     values += chunk.count(b":") - qids + chunk.count(b"\n")
                     strict = strict or b"_" in chunk or chunk.count(b"qid") != qids
         except (OSError, EOFError, ValueError) as exc:  # a corrupt or truncated compressed file
             raise ValidationError(f"{self.path}: cannot be read ({exc})") from None
+        self.qids = qid_fields
         return size, values, strict
 
 
@@ -439,10 +442,11 @@ def _check_letor_lines(path: str, source: "_Source | None" = None) -> None:
                 previous = int(digits)
 
 
-def _read_together(paths, n_features, read) -> list:
+def _read_together(paths, n_features, readers) -> list:
     """``[X1, y1, q1, X2, ...]`` as :func:`sklearn.datasets.load_svmlight_files` gives them: one
-    feature count for all files (``n_features`` or the largest index), read in linear time."""
-    parts = [read(p) for p in paths]
+    feature count for all files (``n_features`` or the largest index), read in linear time (``readers``:
+    one function per path)."""
+    parts = [read(p) for read, p in zip(readers, paths)]
     width = max(X.shape[1] for X, _, _ in parts)
     if n_features is not None and width > n_features:
         raise ValueError(f"n_features was set to {n_features}, but input file contains {width} features")
@@ -478,9 +482,9 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
     dense : bool, optional
         Return dense ``X``. Default: dense when at least half the entries are
         non-zero (LETOR files usually are), sparse CSR otherwise. ``True`` reads
-        the pieces straight into dense blocks (:func:`cvxrank._svmlight.read_svmlight_dense`):
-        a peak of about twice the dense ``X``, where reading CSR and then densifying
-        (the default) holds about three times (the CSR takes 16 bytes a value).
+        each piece of text straight into the dense ``X`` (:func:`cvxrank._svmlight.read_svmlight_dense`,
+        the rows counted in the first pass): a peak of about ``X``, where reading CSR and then
+        densifying (the default) holds about three times ``X`` (the CSR takes 16 bytes a value).
     dtype : {numpy.float64, numpy.float32}, default numpy.float64
         Storage of ``X`` (see :class:`RankingData`). The text is read in
         float64 and each value then rounded to the nearest float32.
@@ -511,14 +515,16 @@ def load_letor(path, n_features: int | None = None, *, dense: bool | None = None
     check_letor_files(paths, values=[v for _, v, _ in scans], sizes=[s for s, _, _ in scans])
     from cvxrank._svmlight import read_svmlight, read_svmlight_dense
 
-    # dense asked for: read into dense blocks (about 2x X at the peak, not CSR + dense: 3x)
     def budget(nbytes):
         check_memory(float(nbytes), f"{', '.join(paths)}: a dense X (read in blocks)", "pass dense=False to keep X sparse")
 
-    read = (lambda f: read_svmlight_dense(f, dtype=dtype, check=budget)) if dense is True else read_svmlight
+    # dense asked for: each piece goes into X as it is read, its rows counted by the scan (a peak of X and a
+    # piece, where CSR and then a dense copy hold 3x X)
+    readers = [(lambda f, n=s.qids: read_svmlight_dense(f, dtype=dtype, check=budget, rows=n)) if dense is True
+               else read_svmlight for s in sources]
     files = [s.path if s.plain else s.open() for s in sources]
     try:
-        loaded = _read_together(files, n_features, read)
+        loaded = _read_together(files, n_features, readers)
     except MemoryBudgetError:
         raise
     except (ValueError, OverflowError) as exc:

@@ -121,11 +121,13 @@ def test_the_dense_read_is_the_csr_read_densified(tmp_path, chunk_bytes, dtype):
 
     path = write(tmp_path, LINES)
     reference = load_svmlight_file(str(path), query_id=True, zero_based=False)
-    dense_same(read_svmlight_dense(path, dtype=dtype, chunk_bytes=chunk_bytes), reference, dtype)
     packed = tmp_path / "d.letor.gz"
     packed.write_bytes(gzip.compress(path.read_bytes()))
-    with gzip.open(packed, "rb") as fh:
-        dense_same(read_svmlight_dense(fh, dtype=dtype, chunk_bytes=chunk_bytes), reference, dtype)
+    n = reference[0].shape[0]
+    for rows in (None, n, n - 3, n + 5, 0):  # unknown, exact, too few (X lengthened), too many (trimmed)
+        dense_same(read_svmlight_dense(path, dtype=dtype, chunk_bytes=chunk_bytes, rows=rows), reference, dtype)
+        with gzip.open(packed, "rb") as fh:
+            dense_same(read_svmlight_dense(fh, dtype=dtype, chunk_bytes=chunk_bytes, rows=rows), reference, dtype)
     with pytest.raises(ValueError, match="open a compressed file"):
         read_svmlight_dense(packed)
 
@@ -139,6 +141,9 @@ def test_the_dense_read_checks_its_budget_before_each_block():
     seen = []
     X, _, _ = read_svmlight_dense(io.BytesIO(text), chunk_bytes=64, check=seen.append)
     assert len(seen) > 2 and seen == sorted(seen) and seen[-1] == 2 * X.nbytes  # the blocks, then X beside them
+    seen = []
+    read_svmlight_dense(io.BytesIO(text), chunk_bytes=64, check=seen.append, rows=100)
+    assert seen == [X.nbytes]  # rows known: X once, filled as the pieces come
 
     def refuse(nbytes):
         if nbytes > 100:
