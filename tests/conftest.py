@@ -120,3 +120,21 @@ def readline_within(proc, timeout=300):
     except queue.Empty:
         proc.kill()
         pytest.fail(f"no line from the process within {timeout} s")
+
+
+def cluster_client(processes=False):
+    """A dask ``LocalCluster`` of 2 single-threaded workers on loopback (in this process unless ``processes``)
+    and a client of it: ``(cluster, client)``; the caller closes both."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, host="127.0.0.1",
+                                       protocol="tcp", dashboard_address=":0")
+    return cluster, distributed.Client(cluster)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """An in-process :func:`cluster_client`, shared by a module's tests (a module may define its own)."""
+    cluster, c = cluster_client()
+    yield c
+    c.close()
+    cluster.close()

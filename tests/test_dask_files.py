@@ -11,26 +11,13 @@ from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import SolverError, ValidationError
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
+from tests.conftest import cluster_client
 
 distributed = pytest.importorskip("distributed")
 
 from cvxrank.native.dask_files import files_oracle, shard_groups, solve_files  # noqa: E402
 
 TAU = {(1, 0): 1.0, (2, 0): 2.0, (2, 1): 1.5, (3, 0): 3.0, (3, 1): 2.5, (3, 2): 1.0}
-
-
-def cluster_client(processes=False):
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, host="127.0.0.1",
-                                       protocol="tcp", dashboard_address=":0")
-    return cluster, distributed.Client(cluster)
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster, client = cluster_client()
-    yield client
-    client.close()
-    cluster.close()
 
 
 def write_shards(folder, data, n_shards, compress=(1,)):

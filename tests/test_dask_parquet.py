@@ -9,6 +9,7 @@ from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import ValidationError
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
+from tests.conftest import cluster_client
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")
@@ -18,16 +19,6 @@ from cvxrank.native.dask_files import files_oracle, solve_files  # noqa: E402
 
 TAU = {(1, 0): 1.0, (2, 0): 2.0, (2, 1): 1.5, (3, 0): 3.0, (3, 1): 2.5, (3, 2): 1.0}
 FEATURES = [f"f{j}" for j in range(5)]
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, host="127.0.0.1",
-                                       protocol="tcp", dashboard_address=":0")
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 @pytest.fixture(scope="module")
@@ -248,9 +239,7 @@ def test_worker_processes_budget_and_a_killed_worker(data, shards):
 
     from cvxrank._memory import MemoryBudgetError, set_memory_budget
 
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       protocol="tcp", dashboard_address=":0")
-    client = distributed.Client(cluster)
+    cluster, client = cluster_client(processes=True)
     try:
         ddf = whole_query_frame(data, 3)
         client.run(set_memory_budget, "1KB")

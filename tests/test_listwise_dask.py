@@ -16,24 +16,11 @@ from cvxrank.listwise import (
     solve_newton,
 )
 from cvxrank.listwise.loss import objective_from_sums
+from tests.conftest import cluster_client
 
 distributed = pytest.importorskip("distributed")
 
 from cvxrank.listwise.dask import solve_newton_files
-
-
-def cluster_client(processes=False):
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, host="127.0.0.1",
-                                       protocol="tcp", dashboard_address=":0")
-    return cluster, distributed.Client(cluster)
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster, client = cluster_client()
-    yield client
-    client.close()
-    cluster.close()
 
 
 def subset(data, queries):

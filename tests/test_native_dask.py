@@ -14,20 +14,7 @@ import itertools
 from cvxrank.native.dask import DaskOracle, query_shards
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
-
-
-def cluster_client(processes):
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, host="127.0.0.1", protocol="tcp",
-                                       dashboard_address=":0")
-    return cluster, distributed.Client(cluster)
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster, client = cluster_client(processes=False)
-    yield client
-    client.close()
-    cluster.close()
+from tests.conftest import cluster_client
 
 
 @pytest.fixture(scope="module")
