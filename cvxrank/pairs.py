@@ -27,7 +27,7 @@ from cvxrank.exceptions import ValidationError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["count_pairs", "PairSet", "make_pairs", "pair_degrees", "preference_pairs"]
+__all__ = ["count_pairs", "PairSet", "make_pairs", "merge_pairs", "pair_degrees", "preference_pairs"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -316,6 +316,41 @@ def make_pairs(data: RankingData) -> PairSet:
     better, worse = order[a], order[b]
     pair_type = np.stack([y[better], y[worse]], axis=1)
     return PairSet(data, better.astype(np.int64), worse.astype(np.int64), q[better], pair_type)
+
+
+def merge_pairs(data, better, worse, weights):
+    """Identical pairs merged into one with the sum of their weights, in the order of :func:`preference_pairs`
+    (by query, then better, then worse document).
+
+    Parameters
+    ----------
+    data : RankingData
+    better, worse : ndarray of int
+        Rows of ``data.X``, one pair per entry.
+    weights : ndarray of float
+        One per pair.
+
+    Returns
+    -------
+    (better, worse, weights)
+        The distinct pairs and their summed weights.
+
+    Examples
+    --------
+    >>> from cvxrank.data import RankingData
+    >>> d = RankingData(np.eye(3), [1, 0, 0], qid=[1, 1, 1])
+    >>> b, w, c = merge_pairs(d, np.array([0, 0, 0]), np.array([2, 1, 2]), np.array([1.0, 2.0, 3.0]))
+    >>> b.tolist(), w.tolist(), c.tolist()
+    ([0, 0], [1, 2], [2.0, 4.0])
+    """
+    better, worse = np.asarray(better), np.asarray(worse)
+    weights = np.asarray(weights, dtype=np.float64)
+    srt = np.lexsort((worse, better, data.query_index[better]))
+    better, worse, weights = better[srt], worse[srt], weights[srt]
+    new = np.ones(better.size, dtype=bool)
+    new[1:] = (better[1:] != better[:-1]) | (worse[1:] != worse[:-1])
+    first = np.flatnonzero(new)
+    return better[first], worse[first], np.add.reduceat(weights, first) if first.size else weights[:0]
 
 
 def preference_pairs(data, better, worse, qid=None) -> PairSet:

@@ -32,7 +32,7 @@ import numpy as np
 from cvxrank._memory import check_pairs
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
-from cvxrank.pairs import PairSet, preference_pairs
+from cvxrank.pairs import PairSet, merge_pairs, preference_pairs
 
 __all__ = ["PreferenceGroups"]
 
@@ -197,15 +197,8 @@ class PreferenceGroups:
         owner, k = _expand(self.offsets[g], self.sizes[g])
         keep = k != members[owner]
         src = members[owner[keep]]
-        better, worse, weights = self.document[src], self.document[k[keep]], self.weight[src]
-        qpos = self.data.query_index[better]
-        srt = np.lexsort((worse, better, qpos))
-        better, worse, weights = better[srt], worse[srt], weights[srt]
-        new = np.ones(better.size, dtype=bool)
-        new[1:] = (better[1:] != better[:-1]) | (worse[1:] != worse[:-1])
-        first = np.flatnonzero(new)
-        weights = np.add.reduceat(weights, first)
-        pairs = preference_pairs(self.data, better[first], worse[first])
+        better, worse, weights = merge_pairs(self.data, self.document[src], self.document[k[keep]], self.weight[src])
+        pairs = preference_pairs(self.data, better, worse)
         weights.setflags(write=False)
         return pairs, weights
 

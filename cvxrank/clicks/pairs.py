@@ -30,7 +30,7 @@ from cvxrank.clicks.log import ClickLog
 from cvxrank.clicks.propensity import propensities_of
 from cvxrank.costs import DEFAULT_LAM
 from cvxrank.exceptions import ValidationError
-from cvxrank.pairs import PairSet, preference_pairs
+from cvxrank.pairs import PairSet, merge_pairs, preference_pairs
 from cvxrank.preference_groups import PreferenceGroups
 
 __all__ = ["RULES", "click_groups", "click_pairs", "click_problem"]
@@ -159,14 +159,7 @@ def click_pairs(log: ClickLog, rule: str, *, propensities=None, clip: float | No
             weights = np.minimum(weights, clip)
     better, worse = log.document[a], log.document[b]
     if merge:
-        qpos = log.documents.query_index[better]
-        srt = np.lexsort((worse, better, qpos))
-        better, worse, weights = better[srt], worse[srt], weights[srt]
-        new = np.ones(better.size, dtype=bool)
-        new[1:] = (better[1:] != better[:-1]) | (worse[1:] != worse[:-1])
-        first = np.flatnonzero(new)
-        weights = np.add.reduceat(weights, first)
-        better, worse = better[first], worse[first]
+        better, worse, weights = merge_pairs(log.documents, better, worse, weights)
     return preference_pairs(log.documents, better, worse), np.ascontiguousarray(weights, dtype=np.float64)
 
 
