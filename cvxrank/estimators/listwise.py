@@ -36,11 +36,9 @@ class _ListwiseRanker(BaseRanker):
     def _pcf(self):
         raise NotImplementedError
 
-    def fit(self, X, y=None, qid=None):
-        """Fit ``w`` on graded documents (see :meth:`cvxrank.estimators.RankSVM.fit` for the arguments)."""
-        from cvxrank.listwise import ListwiseProblem
-        from cvxrank.solvers import solve
-        from cvxrank.solvers.registry import ITERATION_CAP, max_iter_options
+    def _check_params(self) -> None:
+        """The parameters both fits read, checked before any data is touched."""
+        from cvxrank.solvers.registry import ITERATION_CAP
 
         check("score_k", self.score_k, POSITIVE_INT)
         check("max_iter", self.max_iter, ITERATION_CAP.or_none())
@@ -48,6 +46,14 @@ class _ListwiseRanker(BaseRanker):
             raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")
         if not isinstance(self.verbose, (bool, np.bool_)):
             raise ValidationError(f"verbose must be True or False, got {self.verbose!r}")
+
+    def fit(self, X, y=None, qid=None):
+        """Fit ``w`` on graded documents (see :meth:`cvxrank.estimators.RankSVM.fit` for the arguments)."""
+        from cvxrank.listwise import ListwiseProblem
+        from cvxrank.solvers import solve
+        from cvxrank.solvers.registry import max_iter_options
+
+        self._check_params()
         data = as_ranking_data(X, y, qid, estimator=self)
         C = _resolve_C(self.C, self.lam)
         options = dict(self.solver_options or {})
@@ -104,14 +110,8 @@ class _ListwiseRanker(BaseRanker):
             (:func:`~cvxrank.native.dask_files.files_oracle`).
         """
         from cvxrank.listwise.dask import solve_newton_files
-        from cvxrank.solvers.registry import ITERATION_CAP
 
-        check("score_k", self.score_k, POSITIVE_INT)
-        check("max_iter", self.max_iter, ITERATION_CAP.or_none())
-        if self.solver_options is not None and not isinstance(self.solver_options, dict):
-            raise ValidationError(f"solver_options must be a dict, got {type(self.solver_options).__name__}")
-        if not isinstance(self.verbose, (bool, np.bool_)):
-            raise ValidationError(f"verbose must be True or False, got {self.verbose!r}")
+        self._check_params()
         solver = str(self.solver).lower()
         if solver not in ("newton", "auto"):
             raise ValidationError(f"fit_files runs Newton's method over the shards (solver='newton'); "

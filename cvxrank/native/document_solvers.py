@@ -192,9 +192,6 @@ def solve_truncated_newton(problem, *, tol: float = 1e-6, verbose: bool = False,
     setup = time.perf_counter() - t0
     run = truncated_newton(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit,
                            warm_start_w=warm_start_w, verbose=verbose, **options)
-    with warnings.catch_warnings():
-        if run.status == "float_limit":  # warned when the solve started
-            warnings.simplefilter("ignore", InaccurateSolutionWarning)
-        result = _finish_newton(problem, run, oracle, setup, tol)
+    result = _finish_newton(problem, run, oracle, setup, tol)
     result.extras.update({"n_members": oracle.n_members, "oracle": "preference groups"})
     return result

@@ -326,13 +326,12 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     setup = time.perf_counter() - t0
     run = truncated_newton(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit,
                            warm_start_w=warm_start_w, verbose=verbose, **options)
-    with warnings.catch_warnings():
-        if run.status == "float_limit":  # warned when the solve started
-            warnings.simplefilter("ignore", InaccurateSolutionWarning)
-        return _finish(problem, run, oracle, setup, tol)
+    return _finish(problem, run, oracle, setup, tol)
 
 
 def _finish(problem, run, oracle, setup, tol):
+    """The run as a certified solution (:func:`cvxrank.solution.finish`); a ``float_limit`` run was warned about
+    when the solve started, so the door does not warn again."""
     from cvxrank import __version__
 
     backend = {"optimal": "optimal", "user_limit": "user_limit"}.get(run.status, "optimal_inaccurate")
@@ -345,4 +344,7 @@ def _finish(problem, run, oracle, setup, tol):
                 "solver_status": run.status, "n_pairs": oracle.n_pairs, "n_documents": oracle.n_documents},
         history=run.history,
     )
-    return finish(problem, run.w, report, tol)
+    with warnings.catch_warnings():
+        if run.status == "float_limit":  # warned when the solve started
+            warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        return finish(problem, run.w, report, tol)
