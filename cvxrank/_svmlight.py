@@ -9,10 +9,10 @@ term to vanish) and the pieces are stacked. With ``n_jobs > 1`` the ranges are r
 (joblib processes). Compressed files (``.gz``, ``.bz2``) cannot be read by byte range and are read
 in one piece. This module does no validation: :func:`cvxrank.data.load_letor` checks the text.
 
-:func:`read_svmlight_dense` reads into a dense ``X`` with about twice its size at the peak (the
-pieces as dense blocks, then ``X``), where the CSR route holds the CSR matrix (16 bytes a value:
-twice the dense size of a full row) and then the dense copy: three times. A compressed stream is
-read in pieces of whole lines there too.
+:func:`read_svmlight_dense` fills a dense ``X`` piece by piece, its rows counted beforehand: a peak
+of about ``X``, where the CSR route holds the CSR matrix (16 bytes a value: twice the dense size of
+a full row) and then the dense copy: three times. A compressed stream is read in pieces of whole
+lines there.
 """
 
 from __future__ import annotations
@@ -158,29 +158,27 @@ def _read_piece(text: bytes):
                               dtype=np.float64)
 
 
-def read_svmlight_dense(path, *, dtype=np.float64, chunk_bytes: int = CHUNK_BYTES, check=None, rows=None):
+def read_svmlight_dense(path, *, rows: int, dtype=np.float64, chunk_bytes: int = CHUNK_BYTES, check=None):
     """``(X, y, qid)`` of one SVMlight file as :func:`read_svmlight` gives them, but ``X`` dense in ``dtype``.
 
-    Each piece (a byte range of a plain file, whole lines of an open or compressed stream) is read by
-    scikit-learn's reader and made a dense block of its own width at once (``toarray`` of the piece, then a cast
-    to ``dtype``: the same values as ``read_svmlight(path)[0].toarray().astype(dtype)``, duplicate indices summed
-    alike). Without ``rows`` the blocks are kept and then copied into one array of the largest width: a peak of
-    about twice the dense ``X``. With ``rows`` (the number of documents, e.g. counted from the text) ``X`` is
-    allocated at the first piece and each block copied in and dropped at once: a peak of ``X`` and one piece
-    (``X`` is copied once more only where a later piece is wider than the first, or ``rows`` was wrong). Read in
-    this process (no parallel pieces).
+    ``X`` is allocated for ``rows`` documents (counted from the text beforehand, e.g. its ``qid:`` fields) at the
+    first piece; each piece (a byte range of a plain file, whole lines of an open or compressed stream) is read by
+    scikit-learn's reader and its block copied in at once (``toarray`` of the piece, cast to ``dtype``: the same
+    values as ``read_svmlight(path)[0].toarray().astype(dtype)``, duplicate indices summed alike). A peak of
+    ``X`` and one piece; ``X`` is copied again only where a later piece is wider than the ones before, or there are
+    more documents than ``rows`` (then it doubles), or fewer (trimmed). Read in this process (no parallel pieces).
 
     Parameters
     ----------
     path : str, path-like or binary file object
         A plain file (read by byte ranges) or an open stream (read in pieces of whole lines).
+    rows : int
+        The number of documents expected.
     dtype : {numpy.float64, numpy.float32}
     chunk_bytes : int, default 256 KiB
     check : callable, optional
-        ``check(nbytes)`` before each block and before ``X`` is allocated, with the bytes the dense blocks (and
-        ``X``) then hold; it raises to stop (a memory budget).
-    rows : int, optional
-        The number of documents, when known: ``X`` is filled as the pieces come (see above).
+        ``check(nbytes)`` before ``X`` is allocated (or grown), with the bytes it will then hold beside the old
+        copy; it raises to stop (a memory budget).
 
     Returns
     -------
@@ -203,53 +201,21 @@ def read_svmlight_dense(path, *, dtype=np.float64, chunk_bytes: int = CHUNK_BYTE
             raise ValueError(f"{path}: open a compressed file and pass the stream")
         ranges = _ranges(path, size, int(chunk_bytes)) if size > chunk_bytes else [(0, -1)]
         pieces = (_read_range(path, o, n) for o, n in ranges)
-    if rows is not None:
-        return _fill_dense(pieces, dtype, int(rows), check)
-    itemsize = np.dtype(dtype).itemsize
-    blocks, ys, qs, held = [], [], [], 0
-    for X, y, q in pieces:
-        if X.shape[0] == 0 and q.shape[0] == 0:
-            continue
-        width = int(X.indices.max()) + 1 if X.nnz else 0
-        held += X.shape[0] * width * itemsize
-        if check is not None:
-            check(held)
-        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
-        with np.errstate(over="ignore"):  # beyond float32's range: the caller names the value
-            blocks.append(X.toarray().astype(dtype, copy=False))
-        ys.append(y)
-        qs.append(q)
-    width = max((b.shape[1] for b in blocks), default=0)
-    rows = sum(b.shape[0] for b in blocks)
-    if check is not None:
-        check(held + rows * width * itemsize)
-    X = np.zeros((rows, width), dtype=dtype)
-    row = 0
-    while blocks:
-        b = blocks.pop(0)  # each block freed once copied
-        X[row:row + b.shape[0], :b.shape[1]] = b
-        row += b.shape[0]
-    y = np.concatenate(ys) if ys else np.empty(0)
-    qid = (np.concatenate(qs) if qs else np.empty(0)).astype(np.int64, copy=False)
-    return X, y, qid
-
-
-def _fill_dense(pieces, dtype, rows: int, check):
-    """:func:`read_svmlight_dense` with the number of documents known: each piece's block copied into ``X`` at
-    once (widened, or lengthened, by a copy where a piece does not fit)."""
     itemsize = np.dtype(dtype).itemsize
     X, ys, qs, row = None, [], [], 0
     for P, y, q in pieces:
         if P.shape[0] == 0 and q.shape[0] == 0:
             continue
         width = int(P.indices.max()) + 1 if P.nnz else 0
-        need_rows, need_width = max(rows, row + P.shape[0]), max(width, 0 if X is None else X.shape[1])
-        if X is None or need_rows > X.shape[0] or need_width > X.shape[1]:
+        have_rows, have_width = (0, 0) if X is None else X.shape
+        if X is None or row + P.shape[0] > have_rows or width > have_width:
+            need_rows = max(int(rows), row + P.shape[0], 2 * have_rows if row + P.shape[0] > have_rows > 0 else 0)
+            need_width = max(width, have_width)
             if check is not None:
                 check((need_rows * need_width + (0 if X is None else X.size)) * itemsize)
             grown = np.zeros((need_rows, need_width), dtype=dtype)
             if X is not None:
-                grown[:row, :X.shape[1]] = X[:row]
+                grown[:row, :have_width] = X[:row]
             X = grown
         P = sp.csr_matrix((P.data, P.indices, P.indptr), shape=(P.shape[0], width))
         with np.errstate(over="ignore"):  # beyond float32's range: the caller names the value
@@ -260,7 +226,7 @@ def _fill_dense(pieces, dtype, rows: int, check):
     if X is None:
         X = np.zeros((0, 0), dtype=dtype)
     elif row < X.shape[0]:
-        X = X[:row].copy()  # fewer documents than counted: the counted rows were not all documents
+        X = X[:row].copy()  # fewer documents than counted
     y = np.concatenate(ys) if ys else np.empty(0)
     qid = (np.concatenate(qs) if qs else np.empty(0)).astype(np.int64, copy=False)
     return X, y, qid
