@@ -57,6 +57,7 @@ import scipy.sparse as sp
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.band import band_pairs
 from cvxrank.native.band_operator import BandOperator, band_sums
+from cvxrank.native.box_qp import box_qp
 
 __all__ = ["BAND_BUDGET", "band_budget", "point_from_parts", "smoothed_newton", "smoothed_parts"]
 
@@ -335,8 +336,9 @@ def _jump(lam, ev):
 
     .. math:: \\max_{0 \\le \\nu \\le c_B}\\; W_V + \\textstyle\\sum \\nu - \\lVert g_V + D_B^\\top \\nu\\rVert^2 / (4\\lambda),
 
-    is a ``k``-variable box QP (its ``k x k`` Gram matrix ``D_B D_Bᵀ``, solved by :func:`_box_qp` from the
-    evaluation's own ``α_B``, so its value is never below that evaluation's bound). Any ``ν`` in the box is a feasible
+    is a ``k``-variable box QP (its ``k x k`` Gram matrix ``D_B D_Bᵀ``, singular when ``k > n``, solved by
+    :func:`~cvxrank.native.box_qp.box_qp`, never worse than the evaluation's own ``α_B``, so its value is never below
+    that evaluation's bound). Any ``ν`` in the box is a feasible
     dual point of (9), so its value is a lower bound whatever the sets; when they are those of the optimum,
     ``w = (g_V + D_Bᵀ ν)/(2λ)`` is the minimiser and the gap closes to rounding. Returns ``(w, L, u)``, or None when
     the band is empty or its Gram matrix would not fit :data:`DENSE_ENTRIES`.
@@ -355,7 +357,7 @@ def _jump(lam, ev):
     G = D @ D.T
     Q = (G.toarray() if sp.issparse(G) else np.array(G)) / (2.0 * lam)
     b = 1.0 - (D @ ev["g_V"]) / (2.0 * lam)
-    nu = _box_qp(Q, b, c, np.clip(ev["alpha"], 0.0, c))
+    nu = box_qp(Q, -b, c, np.clip(ev["alpha"], 0.0, c)).x
     u = ev["g_V"] + D.T @ nu
     return u / (2.0 * lam), ev["W_V"] + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
 
@@ -363,41 +365,6 @@ def _jump(lam, ev):
 #: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
 #: many as the features, so a wider band is not yet that set (and its box QP costs ``k³``).
 JUMP_FEATURES = 1.5
-
-
-def _box_qp(Q, b, c, x, max_iter=60):
-    """``min ½ xᵀQx - bᵀx`` over ``0 ≤ x ≤ c`` (``Q`` positive semidefinite) by projected Newton (Bertsekas 1982)
-    from ``x`` in the box: Newton steps on the free variables (a tiny ridge where ``Q`` is singular), backtracking
-    along the projected path; the objective never rises above its value at the start."""
-    scale = max(float(np.max(np.diag(Q), initial=0.0)), 1e-300)
-    f = 0.5 * float(x @ (Q @ x)) - float(b @ x)
-    for _ in range(max_iter):
-        r = Q @ x - b
-        free = ~(((x <= 0) & (r > 0)) | ((x >= c) & (r < 0)))
-        if not free.any():
-            break
-        idx = np.flatnonzero(free)
-        Qf = Q[np.ix_(idx, idx)]
-        Qf[np.diag_indices_from(Qf)] += 1e-10 * scale
-        try:
-            d = -np.linalg.solve(Qf, r[idx])
-        except np.linalg.LinAlgError:
-            d = -np.linalg.lstsq(Qf, r[idx], rcond=None)[0]
-        t, done = 1.0, False
-        for _ in range(30):
-            y = x.copy()
-            y[idx] = np.clip(x[idx] + t * d, 0.0, c[idx])
-            fy = 0.5 * float(y @ (Q @ y)) - float(b @ y)
-            if fy <= f + 1e-4 * float(r @ (y - x)):
-                done = fy >= f - 1e-15 * max(abs(f), scale)
-                x, f = y, min(f, fy)
-                break
-            t /= 2.0
-        else:
-            break
-        if done:
-            break
-    return x
 
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
