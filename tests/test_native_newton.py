@@ -330,3 +330,37 @@ def test_hessian_free_newton_phase_matches_clarabel(monkeypatch, seed, lam):
     assert_agree(res, ref)
     with pytest.raises(ValidationError, match="hessian_free"):
         cutting_plane(oracle, inst.lam, hessian_free="yes")
+
+
+@pytest.mark.parametrize("limit", [1000, 12, 3])
+def test_margin_set_is_the_explicit_pairs_near_the_margin(limit):
+    """The jump chain's sets at ``w`` against the explicit pairs: ``F(w)``; the ``limit`` pairs nearest the margin
+    within ``[1 - ε, 1 + ε)`` with their differences and weights; the rest below ``1`` summed in ``W_V``, ``g_V``;
+    and the box QP over them is a lower bound on the optimum (weak duality, whatever the sets)."""
+    from cvxrank.native.newton import _band_dual, _margin_set
+
+    inst = TiedInstance(6, lam=0.1)
+    F_ref = 2 * inst.lam * clarabel_result(inst).qp_objective
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    w = np.random.default_rng(0).standard_normal(oracle.n_features)
+    w *= 2.0 / np.std(inst.pairs.margins(w))
+    m, c_all = inst.pairs.margins(w), inst.weights
+    eps = 0.3
+    assert np.min(np.abs(m - (1 - eps))) > 1e-9 and np.min(np.abs(m - (1 + eps))) > 1e-9
+    F, (D, c, g_V, W_V) = _margin_set(oracle, inst.lam, w, eps, limit)
+    assert F == pytest.approx(hinge_objective(inst.pairs, w, inst.weights, inst.lam), rel=1e-12)
+    band = np.flatnonzero((m >= 1 - eps) & (m < 1 + eps) & (c_all > 0))
+    kept = band[np.argsort(np.abs(m[band] - 1.0), kind="stable")[:limit]]
+    assert c.shape[0] == min(limit, band.size) and 0 < c.shape[0]
+    got = np.sort(D @ w)
+    np.testing.assert_allclose(got, np.sort(m[kept]), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.sort(c), np.sort(c_all[kept]), rtol=1e-12)
+    V = (m < 1.0) & (c_all > 0)
+    V[kept] = False
+    assert W_V == pytest.approx(float(c_all[V].sum()), rel=1e-12)
+    X = inst.data.X.toarray() if sp.issparse(inst.data.X) else inst.data.X
+    d = X[inst.pairs.better] - X[inst.pairs.worse]
+    np.testing.assert_allclose(g_V, d[V].T @ c_all[V], rtol=1e-10, atol=1e-10)
+    w_j, L_j, u_j = _band_dual(inst.lam, D, c, g_V, W_V)
+    assert L_j <= F_ref * (1 + 1e-12)
+    assert w_j == pytest.approx(u_j / (2 * inst.lam))

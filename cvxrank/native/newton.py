@@ -186,9 +186,10 @@ def _evaluate(oracle, lam, w, delta, budget=None, fit=True):
     return ev["F"], ev["Fd"], ev["grad"], ev["band"].H, ev["L"], ev["k"], ev["sg"], ev["delta"]
 
 
-def _rows(oracle, ib, iw, root):
-    """The band's rows ``root_i (x_better - x_worse)``: the oracle's dense rows, or CSR for a sparse ``X`` whose dense
-    rows would exceed :data:`DENSE_ENTRIES` (high-dimensional data: no dense copy of a row)."""
+def _rows(oracle, ib, iw, root, reuse=True):
+    """The band's rows ``root_i (x_better - x_worse)``: the oracle's dense rows (in its reused buffer unless
+    ``reuse=False``), or CSR for a sparse ``X`` whose dense rows would exceed :data:`DENSE_ENTRIES`
+    (high-dimensional data: no dense copy of a row)."""
     X = oracle.X
     if sp.issparse(X) and ib.shape[0] * X.shape[1] > DENSE_ENTRIES:
         D = (X[ib] - X[iw]).tocsr()
@@ -196,7 +197,7 @@ def _rows(oracle, ib, iw, root):
             D = D.astype(np.float64)
         D = sp.csr_matrix(sp.diags(root) @ D) if D.shape[0] else D
         return D
-    return oracle._pair_rows(ib, iw, root)
+    return oracle._pair_rows(ib, iw, root, reuse=reuse)
 
 
 def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False):
@@ -336,12 +337,10 @@ def _jump(lam, ev):
 
     .. math:: \\max_{0 \\le \\nu \\le c_B}\\; W_V + \\textstyle\\sum \\nu - \\lVert g_V + D_B^\\top \\nu\\rVert^2 / (4\\lambda),
 
-    is a ``k``-variable box QP (its ``k x k`` Gram matrix ``D_B D_Bᵀ``, singular when ``k > n``, solved by
-    :func:`~cvxrank.native.box_qp.box_qp`, never worse than the evaluation's own ``α_B``, so its value is never below
-    that evaluation's bound). Any ``ν`` in the box is a feasible
-    dual point of (9), so its value is a lower bound whatever the sets; when they are those of the optimum,
-    ``w = (g_V + D_Bᵀ ν)/(2λ)`` is the minimiser and the gap closes to rounding. Returns ``(w, L, u)``, or None when
-    the band is empty or its Gram matrix would not fit :data:`DENSE_ENTRIES`.
+    is a ``k``-variable box QP (:func:`_band_dual`). Any ``ν`` in the box is a feasible dual point of (9), so its
+    value is a lower bound whatever the sets; when they are those of the optimum, ``w = (g_V + D_Bᵀ ν)/(2λ)`` is the
+    minimiser and the gap closes to rounding. Returns ``(w, L, u)``, or None when the band is empty or its Gram
+    matrix would not fit :data:`DENSE_ENTRIES`.
     """
     band, c, root = ev["band"], ev["c"], ev["root"]
     k = band.k
@@ -350,17 +349,59 @@ def _jump(lam, ev):
         return None
     if remote:
         D, c, alpha = band.differences()
-        ev = {**ev, "alpha": alpha}
     else:
         D = band.Ds
         D = sp.csr_matrix(sp.diags(1.0 / root) @ D) if sp.issparse(D) else D / root[:, None]  # the differences d_i
+        alpha = ev["alpha"]
+    return _band_dual(lam, D, c, ev["g_V"], ev["W_V"], np.clip(alpha, 0.0, c))
+
+
+def _band_dual(lam, D, c, g_V, W_V, start=None):
+    """``max_{0 ≤ ν ≤ c} W_V + Σ ν - ‖g_V + Dᵀ ν‖² / (4λ)`` (rows ``D`` the pairs' differences ``d_i``) by
+    :func:`~cvxrank.native.box_qp.box_qp` on ``min ½ νᵀ Q ν - bᵀ ν``, ``Q = D Dᵀ / (2λ)`` (singular when there are
+    more pairs than features), ``b = 1 - D g_V / (2λ)``, never worse than ``start``. Returns
+    ``(w, L, u)`` with ``u = g_V + Dᵀ ν``, ``w = u / (2λ)`` and ``L`` the value (a lower bound on (9))."""
     G = D @ D.T
     Q = (G.toarray() if sp.issparse(G) else np.array(G)) / (2.0 * lam)
-    b = 1.0 - (D @ ev["g_V"]) / (2.0 * lam)
-    nu = box_qp(Q, -b, c, np.clip(ev["alpha"], 0.0, c)).x
-    u = ev["g_V"] + D.T @ nu
-    return u / (2.0 * lam), ev["W_V"] + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
+    b = 1.0 - (D @ g_V) / (2.0 * lam)
+    nu = box_qp(Q, -b, c, start).x
+    u = g_V + D.T @ nu
+    return u / (2.0 * lam), W_V + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
 
+
+def _margin_set(oracle, lam, w, eps, limit):
+    """``F(w)`` and the next jump's sets at ``w``, in one pass: the pairs with margin below ``1 - ε`` summed
+    pair-free (``α = c``: ``W_V``, ``g_V``), the pairs with margin in ``[1 - ε, 1 + ε)`` listed, and of those the
+    ``limit`` closest to the margin kept for the box QP (the others below the margin join ``V``, those above stay
+    at 0). Unlike the smoothed evaluation's band, this one is two-sided: near the optimum a pair on the margin may
+    sit just above it. Returns ``(F, (D, c, g_V, W_V))``."""
+    s = oracle.scores(w)
+    order = oracle._order(s)
+    s_o = s[order]
+    W_V, v_o, _, p_in, p_out = oracle._violations(s_o / (1.0 - eps), order, s_band=s_o / (1.0 + eps))
+    vs = float(v_o @ (s_o - s_o[oracle._start]))
+    v = np.empty_like(v_o)
+    v[order] = v_o
+    ib, iw, c = band_pairs(oracle, order, p_out, p_in)
+    m = s[ib] - s[iw]
+    below = m < 1.0
+    F = lam * float(w @ w) + max(W_V + vs + float(c[below] @ (1.0 - m[below])), 0.0)
+    if c.shape[0] > limit:
+        keep = np.zeros(c.shape[0], dtype=bool)
+        keep[np.argsort(np.abs(m - 1.0), kind="stable")[:limit]] = True
+        moved = ~keep & below  # now in V: their weight and their differences join the sums
+        if moved.any():
+            W_V += float(c[moved].sum())
+            n_doc = s.shape[0]
+            v = v - np.bincount(ib[moved], c[moved], n_doc) + np.bincount(iw[moved], c[moved], n_doc)
+        ib, iw, c = ib[keep], iw[keep], c[keep]
+    D = _rows(oracle, ib, iw, np.ones(c.shape[0]), reuse=False)  # the evaluation's band still holds the buffer
+    return F, (D, c, -oracle.gradient(v), W_V)
+
+
+#: Most jumps in a row (:func:`smoothed_newton`): each next one takes its sets at the last one's point
+#: (:func:`_margin_set`), one pass each, while the point still gains.
+JUMP_CHAIN = 4
 
 #: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
 #: many as the features, so a wider band is not yet that set (and its box QP costs ``k³``).
@@ -458,24 +499,34 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 # the band as the pairs on the margin: one solve, one call; its bound holds whatever the sets
                 found = _jump(lam, ev)
                 jumped = ev["k"]
-                if found is not None:
+                local = hasattr(oracle, "_order")  # the chain lists the pairs near the margin itself
+                limit = int(JUMP_FEATURES * w.shape[0])
+                for link in range(JUMP_CHAIN):
+                    if found is None:
+                        break
                     w_j, L_j, u_j = found
-                    r = oracle(w_j, counts=False)
-                    calls += 1
-                    F_j = lam * float(w_j @ w_j) + r.loss
                     if L_j > lower:
                         lower, w_lower = L_j, u_j / (2.0 * lam)
+                    if local and link + 1 < JUMP_CHAIN:  # F(w_j) and the next link's sets in one pass
+                        F_j, sets = _margin_set(oracle, lam, w_j, delta, limit)
+                    else:
+                        F_j, sets = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss, None
+                    calls += 1
+                    gain = F_best - F_j
                     if F_j < F_best:
                         F_best, w_best = F_j, w_j
                     rel = (F_best - lower) / F_best if F_best > 0 else 0.0
                     rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower,
-                                 "relative_gap": rel, "delta": np.nan, "band": ev["k"], "smoothed_gap": np.nan, "jump": True,
-                                 "time": time.perf_counter() - start})
+                                 "relative_gap": rel, "delta": np.nan, "band": ev["k"], "smoothed_gap": np.nan,
+                                 "jump": True, "time": time.perf_counter() - start})
                     if verbose:
                         print(f"newton  jump {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap "
                               f"{rel:.2e}  band {ev['k']}", flush=True)
-                    if rel <= target or calls >= max_calls:
-                        break
+                    if rel <= target or calls >= max_calls or sets is None or not gain > 0.1 * (F_best - lower):
+                        break  # certified, out of calls, or the sets have stopped changing the point
+                    found = _band_dual(lam, *sets) if sets[1].shape[0] else None
+                if rel <= target or calls >= max_calls:
+                    break
             # the gap at the smoothed optimum falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2],
             # and keep about 2n pairs in the band (it holds about δ times the pairs' density at the margin)
             k = ev["k"]

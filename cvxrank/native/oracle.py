@@ -548,15 +548,19 @@ class PairFreeOracle:
         self._each(lambda a, b, qa, qb: sweep().band_counts(s_o, self._offsets, qa, qb, margins, counts))
         return counts.sum(axis=0)
 
-    def _pair_rows(self, better, worse, scale) -> np.ndarray:
+    def _pair_rows(self, better, worse, scale, *, reuse: bool = True) -> np.ndarray:
         """``(x_better - x_worse) * scale`` row by row, float64 (``len(better) x n``): the Newton phase's scaled
-        pair differences. Compiled for a dense float64 ``X`` (into a buffer the oracle keeps and reuses: the
-        next call overwrites it), else numpy on upcast rows (:func:`~cvxrank._float64.dense_rows`); the same
-        two operations per entry either way."""
+        pair differences. Compiled for a dense float64 ``X`` (into a buffer the oracle keeps and reuses, so that
+        the next call overwrites it, unless ``reuse=False``), else numpy on upcast rows
+        (:func:`~cvxrank._float64.dense_rows`); the same two operations per entry either way."""
         X, k = self.X, better.shape[0]
         if (self._compiled and isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous
                 and X.shape[1] > 0):
             n = X.shape[1]
+            if not reuse:
+                out = np.empty((k, n))
+                sweep().pair_rows(X, n, better, worse, scale, out)
+                return out
             if self._rows_buffer is None or self._rows_buffer.size < k * n:
                 self._rows_buffer = np.empty(max(k, 256) * n)
             out = self._rows_buffer[:k * n].reshape(k, n)
