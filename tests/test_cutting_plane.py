@@ -226,3 +226,55 @@ def test_no_warning_when_converged():
         warnings.simplefilter("error")
         res = solve(RankingProblem(inst.data, mu="balanced", lam=inst.lam), "cutting_plane")
     assert res.status == "optimal" and res.extras["n_pairs"] == inst.pairs.n_pairs
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bundle_aggregation_keeps_the_model_and_its_gram_matrix(seed):
+    """With ``max_planes`` the older planes are replaced by their aggregate: the bundle never holds more planes,
+    its Gram matrix stays that of its planes, the model's value is unchanged by making room (the aggregate is the
+    same convex combination), and every aggregate is a minorant of the function the planes are cut from."""
+    rng = np.random.default_rng(seed)
+    n, lam = 4, 0.3
+    M, c = rng.standard_normal((30, n)), rng.standard_normal(30)  # R(w) = Σ_j max(0, m_jᵀ w + c_j), convex
+
+    def plane(w):
+        on = M @ w + c > 0
+        a = M[on].sum(axis=0)
+        return a, float(np.maximum(M @ w + c, 0).sum() - a @ w)
+
+    bundle = Bundle(n, lam, max_planes=6)
+    aggregated = False
+    w = np.zeros(n)
+    for _ in range(40):
+        if bundle.size == 6:  # full: the next plane makes room first
+            before = bundle.dual()[0]
+            bundle._make_room()
+            assert bundle.dual()[0] == pytest.approx(before, rel=1e-12, abs=1e-12)
+            aggregated = True
+        bundle.add(*plane(w))
+        bundle.solve()
+        T = bundle.size
+        assert T <= 6
+        np.testing.assert_allclose(bundle.K[:T, :T], bundle.A[:T] @ bundle.A[:T].T, atol=1e-9)
+        for a, b in zip(bundle.A[1:T], bundle.b[1:T]):  # every plane, aggregates included, lies below R
+            for x in rng.standard_normal((5, n)) * 3:
+                assert a @ x + b <= np.maximum(M @ x + c, 0).sum() + 1e-9
+        w = -bundle.dual()[1] / (2 * lam) + 0.1 * rng.standard_normal(n)
+    assert aggregated
+
+
+def test_a_plane_limit_still_certifies_the_optimum():
+    inst = Instance(11, lam=0.02)
+    _, F_ref = reference(inst)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    run = cutting_plane(oracle, inst.lam, tol=1e-8, newton_gap=None, max_planes=8)
+    assert run.status == "optimal" and run.relative_gap <= 1e-8
+    assert np.all(run.history["planes"] <= 7) and run.history["planes"].max() == 7  # the limit was reached
+    assert np.all(run.history["dual_objective"] <= F_ref * (1 + 1e-10))
+    assert run.objective == pytest.approx(F_ref, rel=2e-8)
+    for bad, message in ((3, "at least 4"), (0, "max_planes"), ("some", "max_planes")):
+        with pytest.raises(ValidationError, match=message):
+            cutting_plane(oracle, inst.lam, max_planes=bad)
+    with pytest.raises(ValidationError, match="keep_points"):
+        cutting_plane(oracle, inst.lam, max_planes=8, keep_points=True)
+

@@ -32,9 +32,16 @@ class Bundle:
     lam : float
         ``λ`` of the model problem.
     capacity : int, default 64
-        Initial room for planes (doubles when full).
+        Initial room for planes (doubles when full, up to ``max_planes``).
     keep_points : bool, default False
         Also store the point each plane was taken at.
+    max_planes : int, optional
+        Most planes held (plane 0 included, at least 4; default: no limit). When a new plane finds the bundle
+        full, the planes with ``β = 0`` go first; if that is not enough, the lighter half of the others (the
+        smallest ``β``) is replaced by their aggregate (Kiwiel 1985): ``(Σ β_k a_k, Σ β_k b_k) / Σ β_k`` over them, a convex combination of
+        minorants and so a minorant itself, with ``β`` their sum. The model's minimiser and ``D(β)`` do not
+        change, so the bound never falls; the memory of the planes stays ``max_planes x n`` floats. Not with
+        ``keep_points`` (an aggregate has no point).
 
     Examples
     --------
@@ -50,7 +57,14 @@ class Bundle:
     (0.5, [1.0])
     """
 
-    def __init__(self, n_features: int, lam: float, *, capacity: int = 64, keep_points: bool = False):
+    def __init__(self, n_features: int, lam: float, *, capacity: int = 64, keep_points: bool = False,
+                 max_planes: int | None = None):
+        if max_planes is not None:
+            if keep_points:
+                raise ValueError("max_planes aggregates planes, which then have no point: not with keep_points")
+            max_planes = max(4, int(max_planes))
+            capacity = min(capacity, max_planes)
+        self.max_planes = max_planes
         self.lam = lam
         self.n = n_features
         self.A = np.zeros((capacity, n_features))
@@ -64,6 +78,8 @@ class Bundle:
 
     def add(self, a: np.ndarray, b: float, point: np.ndarray | None = None) -> None:
         """Append the plane ``a^T w + b`` (with ``β = 0``)."""
+        if self.max_planes is not None and self.size >= self.max_planes:
+            self._make_room()
         if self.size == self.A.shape[0]:
             self._grow()
         k = self.size
@@ -78,8 +94,43 @@ class Bundle:
             self.points[k] = point
         self.size += 1
 
+    def _make_room(self) -> None:
+        """Free at least one slot (``max_planes``): drop the planes with ``β = 0``, else aggregate the lighter half
+        of the others (the smallest ``β``) into one (class docstring)."""
+        T = self.size
+        self.prune(-1)  # every plane with β = 0 (plane 0 stays)
+        if self.size < T:
+            return
+        old = np.sort(1 + np.argsort(self.beta[1:T], kind="stable")[:max(2, (T - 1) // 2)])  # the lighter half
+        weight = self.beta[old]
+        total = float(weight.sum())
+        mix = weight / total
+        a = mix @ self.A[old]
+        b = float(mix @ self.b[old])
+        Ka = mix @ self.K[old, :T]  # aggregate · a_j for every j, from the Gram matrix alone
+        Kaa = float(Ka[old] @ mix)
+        rest = np.ones(T, dtype=bool)
+        rest[old] = False
+        keep = np.flatnonzero(rest)  # plane 0 first, then the others in the order they came
+        k = keep.size
+        rows = self.K[np.ix_(keep, keep)]
+        Ka_keep = Ka[keep]
+        self.A[2:k + 1] = self.A[keep[1:]]  # (a copy is read first: plane 1 may be among those kept)
+        self.A[1] = a
+        self.b[1], self.b[2:k + 1] = b, self.b[keep[1:]]
+        beta = self.beta[keep].copy()
+        self.beta[0], self.beta[1], self.beta[2:k + 1] = beta[0], total, beta[1:]
+        self.age[1], self.age[2:k + 1] = 0, self.age[keep[1:]]
+        self.K[0, :k + 1] = self.K[:k + 1, 0] = 0.0  # plane 0 is a = 0
+        self.K[2:k + 1, 2:k + 1] = rows[1:, 1:]
+        self.K[1, 2:k + 1] = self.K[2:k + 1, 1] = Ka_keep[1:]
+        self.K[1, 1] = Kaa
+        self.size = k + 1
+
     def _grow(self) -> None:
         cap = 2 * self.A.shape[0]
+        if self.max_planes is not None:
+            cap = min(cap, self.max_planes)
         for name in ("A", "points"):
             arr = getattr(self, name)
             if arr is not None:
@@ -96,7 +147,8 @@ class Bundle:
             setattr(self, name, new)
 
     def prune(self, max_age: int) -> None:
-        """Drop planes whose ``β`` has been 0 for more than ``max_age`` solves (never plane 0)."""
+        """Drop planes whose ``β`` has been 0 for more than ``max_age`` solves (never plane 0; ``-1``: every plane
+        with ``β = 0``)."""
         T = self.size
         keep = (self.age[:T] <= max_age) | (self.beta[:T] > 0)
         keep[0] = True

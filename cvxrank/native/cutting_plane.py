@@ -175,8 +175,9 @@ def blas_threads(threads: int | None = 1):
 
 def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_000, time_limit: float | None = None,
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
-                  stall_after: int = 200, keep_points: bool = False, threads: int | None = 1,
-                  verbose: bool = False, newton_gap: float | None = 0.1, hessian_free: bool = False) -> CuttingPlaneRun:
+                  max_planes: int | None = None, stall_after: int = 200, keep_points: bool = False,
+                  threads: int | None = 1, verbose: bool = False, newton_gap: float | None = 0.1,
+                  hessian_free: bool = False) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -201,6 +202,11 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         Smallest ``rho``; ``rho = rho_min = 1`` is plain BMRM.
     prune_after : int, default 50
         Drop a plane after this many consecutive inner solves with ``β_k = 0``.
+    max_planes : int, optional
+        Most planes the bundle holds (at least 4; default: no limit); beyond, the lighter ones are aggregated
+        (:class:`~cvxrank.native.bundle.Bundle`), so the planes' memory stays ``max_planes x n`` floats: for
+        sparse data with many features, where the planes outweigh ``X``. It costs oracle calls where the model
+        needs more planes than that (docs/native.md, "Measurements"). Not with ``keep_points``.
     stall_after : int, default 200
         Stop (status ``"stalled"``) when the gap has not shrunk by 0.1 % in this many iterations.
     keep_points : bool, default False
@@ -236,6 +242,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     w = check_common(tol, time_limit, warm_start_w, oracle.n_features)
     max_iter = positive_int(max_iter, "max_iter")
     prune_after = positive_int(prune_after, "prune_after")
+    max_planes = _plane_limit(max_planes, keep_points)
     stall_after = positive_int(stall_after, "stall_after")
     step = Interval(0, 1, closed="right")
     rho = max(check("rho", rho, step), check("rho_min", rho_min, step))
@@ -255,7 +262,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         newton = (newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle, hessian_free)
                   else None)
         return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
-                    stall_after, keep_points, verbose, newton)
+                    stall_after, keep_points, verbose, newton, max_planes)
 
 
 #: Most features for the Newton phase: each of its steps solves a dense ``n x n`` system and forms
@@ -291,12 +298,24 @@ def _newton_fits(oracle, hessian_free: bool = False) -> bool:
     return fits_memory(hessian_free_bytes(oracle.n_documents, n, oracle._G, nnz))
 
 
+def _plane_limit(max_planes, keep_points):
+    """``max_planes`` checked (see :func:`cutting_plane`)."""
+    if max_planes is None:
+        return None
+    max_planes = positive_int(max_planes, "max_planes")
+    if max_planes < 4:
+        raise ValidationError(f"max_planes must be at least 4, got {max_planes}")
+    if keep_points:
+        raise ValidationError("max_planes aggregates planes, which have no point then: not with keep_points")
+    return max_planes
+
+
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
-         keep_points, verbose, newton_gap=None) -> CuttingPlaneRun:
+         keep_points, verbose, newton_gap=None, max_planes=None) -> CuttingPlaneRun:
     start = time.perf_counter()
     calls, newton_done, w_lower = 1, newton_gap is None, None
     n = w.shape[0]
-    bundle = Bundle(n, lam, keep_points=keep_points)
+    bundle = Bundle(n, lam, keep_points=keep_points, max_planes=max_planes)
     best_F, best_w = np.inf, w
     lower, lower_beta, lower_u, lower_points = 0.0, np.array([1.0]), np.zeros(n), None
     history = []
