@@ -227,17 +227,19 @@ def test_first_width_outside_the_range_is_refused(delta):
 
 
 def test_band_budget_scales_with_documents_per_feature(monkeypatch):
-    """``10 m / n`` pairs of positions, at least ``40 n``, at most BAND_BUDGET; the Newton phase's default."""
+    """``10 m / n`` pairs of positions, at least ``40 n``, at most BAND_BUDGET and at most ``m``; the Newton phase's
+    default."""
     import cvxrank.native.newton as newton
 
     regimes = set()
-    for m, n in [(16_303, 45), (101_616, 136), (1_000_103, 136), (3_005, 300), (300, 10), (10**7, 1)]:
+    for m, n in [(16_303, 45), (101_616, 136), (1_000_103, 136), (3_005, 300), (30_000, 100), (10**7, 1)]:
         budget, ratio = newton.band_budget(m, n), 10 * m // n
-        assert 40 * n <= budget or budget == newton.BAND_BUDGET  # at least 40 n, unless the cap is lower
-        assert budget <= newton.BAND_BUDGET  # at most the cap
-        assert budget == min(newton.BAND_BUDGET, max(40 * n, ratio))  # otherwise 10 m / n
-        regimes.add("cap" if budget == newton.BAND_BUDGET else "floor" if budget == 40 * n else "10 m / n")
-    assert regimes == {"cap", "floor", "10 m / n"}  # the cases reach all three
+        assert 40 * n <= budget or budget in (newton.BAND_BUDGET, m)  # at least 40 n, unless a cap is lower
+        assert budget <= min(newton.BAND_BUDGET, m)  # at most the caps
+        assert budget == min(newton.BAND_BUDGET, m, max(40 * n, ratio))  # otherwise 10 m / n
+        regimes.add("cap" if budget == newton.BAND_BUDGET else "documents" if budget == m
+                    else "floor" if budget == 40 * n else "10 m / n")
+    assert regimes == {"cap", "documents", "floor", "10 m / n"}  # the cases reach all four
     inst = TiedInstance(2, lam=0.05)
     oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
     seen = []
