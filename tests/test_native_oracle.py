@@ -318,3 +318,27 @@ def test_grade_counts_and_oracle_validation():
         PairFreeOracle(np.eye(2), [0, 1], [1, 0], np.ones((1, 2, 2)))
     with pytest.raises(ValidationError, match="other data"):
         PairFreeOracle.from_data(data, cost_table(RankingData(np.eye(2), [1, 0], qid=[1, 1])))
+
+
+
+def test_a_small_and_not_very_sparse_x_is_kept_dense(monkeypatch):
+    """The oracle keeps a sparse X dense when at least a quarter of its entries are stored and it has 2^16 to 2^22
+    entries, with the numbers of the CSR form; a very sparse or a tiny X stays as given."""
+    from cvxrank.native import oracle as oracle_module
+
+    rng = np.random.default_rng(0)
+    m, n = 1_200, 60  # 72,000 entries
+    data = {d: RankingData(sp.random(m, n, density=d, format="csr", random_state=rng), y=rng.integers(0, 3, m),
+                           qid=np.arange(m) // 40) for d in (0.3, 0.1)}
+    w = rng.standard_normal(n)
+    kept = {d: PairFreeOracle.from_data(data[d]) for d in data}
+    assert isinstance(kept[0.3].X, np.ndarray) and sp.issparse(kept[0.1].X)
+    monkeypatch.setattr(oracle_module, "DENSE_SHARE", 2.0)  # never dense: the CSR form
+    as_given = PairFreeOracle.from_data(data[0.3])
+    assert sp.issparse(as_given.X)
+    a, b = kept[0.3](w), as_given(w)
+    assert a.loss == pytest.approx(b.loss, rel=1e-13) and a.violated_weight == pytest.approx(b.violated_weight)
+    np.testing.assert_allclose(a.gradient, b.gradient, rtol=1e-12, atol=1e-12)
+    monkeypatch.undo()
+    tiny = PairFreeOracle.from_data(RankingData(sp.csr_matrix(np.ones((5, 4))), y=[0, 1, 2, 0, 1], qid=[0] * 5))
+    assert sp.issparse(tiny.X)
