@@ -70,6 +70,7 @@ def test_bench_path_refuses_bad_sizes_in_one_line(capsys):
     (["native", "--floor-methods", "ocas"], "--floor-methods takes cutting_plane, planes_only"),
     (["native", "--kernel", "foo"], "--kernel must be one of auto, compiled, numpy"),
     (["native", "--seed", "-1"], "--seed must be a non-negative integer"),
+    (["native", "--shapes-max-planes", "3"], "--shapes-max-planes must be at least 4, got 3"),
     (["io", "--big-lines", "-1"], "--big-lines must be a positive integer, got -1"),
     (["path", "--report", "/no-such-folder-cvxrank/r.md"], "folder /no-such-folder-cvxrank does not exist"),
     (["formulations", "--json", "/no-such-folder-cvxrank/f.json"], "folder /no-such-folder-cvxrank does not exist"),
@@ -111,6 +112,23 @@ def test_bench_native_certificate_share_before_and_after(tmp_path, capsys):
     for r in (before, after):
         assert r["solve_s"] > 0 and r["certificate_s"] >= 0
         assert r["share"] == pytest.approx(r["certificate_s"] / (r["solve_s"] + r["certificate_s"]))
+
+
+def test_bench_native_shapes_reports_the_bar_and_the_peak_over_x(tmp_path, capsys):
+    """The shape suite's rows: the bar against this process's floor pass, and with --shapes-memory the peak of one
+    more solve over X's bytes (here with the planes limited, which the rows record)."""
+    out = tmp_path / "shapes.json"
+    argv = ["bench", "native", "--instances", "shapes", "--shapes", "ties", "--shapes-lams", "5,500",
+            "--shapes-repeat", "1", "--shapes-memory", "--shapes-max-planes", "8", "--json", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "peak/X" in text and "bar met on" in text
+    rows = [r for r in json.loads(out.read_text())["rows"] if r.get("instance") == "shapes" and "lam" in r]
+    assert [r["lam"] for r in rows] == [5.0, 500.0]
+    for r in rows:
+        assert r["status"] == "optimal" and r["relative_gap"] <= 1e-6 and r["max_planes"] == 8
+        assert r["peak_over_x"] > 0 and r["floor_passes"] == pytest.approx(r["seconds"] / r["eval_seconds"])
+        assert r["bar"] == (r["seconds"] <= 100 * r["eval_seconds"] + 0.020)
 
 
 @pytest.mark.slow

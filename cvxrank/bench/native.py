@@ -158,6 +158,11 @@ def add_arguments(parser) -> None:
                         help="shapes: solves per (shape, lambda); the median time and the spread are reported (default 2)")
     parser.add_argument("--shapes-time-limit", type=float, default=60.0,
                         help="shapes: seconds per solve, a safety net (status user_limit; default 60)")
+    parser.add_argument("--shapes-memory", action="store_true",
+                        help="shapes: one more solve per (shape, lambda) under tracemalloc; its peak over the bytes X "
+                             "stores (CSR: data, indices, indptr) is the 'peak/X' column")
+    parser.add_argument("--shapes-max-planes", type=int, default=None, metavar="N",
+                        help="shapes: the cutting planes' max_planes (aggregation beyond N planes; default no limit)")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -1034,25 +1039,35 @@ def _shapes(args, tau, mu):
             continue
         costs = cost_table(data, tau, mu)
         one = _floor_pass(data.X)  # X w, Xᵀ v and an argsort of the m scores: the least an oracle call does
+        X = data.X
+        x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if hasattr(X, "indptr") else X.nbytes
         print(f"  {label}: {data.n_documents:,} documents, {data.n_features} features, {costs.total_pairs:,} pairs",
               flush=True)
         for lam in lams:
             problem = RankingProblem(data, tau=tau, mu=mu, lam=lam)
             times, own, res = [], [], None
+            options = {"tol": args.tol, "time_limit": args.shapes_time_limit, "max_planes": args.shapes_max_planes}
             for _ in range(args.shapes_repeat):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     t0 = time.perf_counter()
-                    res = solve(problem, "cutting_plane", tol=args.tol, time_limit=args.shapes_time_limit)
+                    res = solve(problem, "cutting_plane", **options)
                     times.append(time.perf_counter() - t0)
                     own.append(float(res.solve_time))
+            peak = None
+            if args.shapes_memory:  # apart from the timed solves: tracemalloc slows Python code
+                with warnings.catch_warnings(), Measure("tracemalloc") as m:
+                    warnings.simplefilter("ignore")
+                    solve(problem, "cutting_plane", **options)
+                peak = m.peak_bytes / x_bytes
             t = float(np.median(times))
             fixed = float(np.median(np.subtract(times, own)))
             bar = t <= 100 * one + 0.020 and res.status == "optimal"
             row = {"instance": "shapes", "shape": name, "label": label, "lam": lam, "seconds": t,
                    "seconds_each": times, "oracle_calls": int(res.extras["oracle_calls"]), "eval_seconds": one,
                    "floor_passes": t / one, "fixed_seconds": fixed, "relative_gap": float(res.relative_gap),
-                   "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs)}
+                   "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs),
+                   "peak_over_x": peak, "max_planes": args.shapes_max_planes}
             if note is None and (mu is None or mu == "none"):
                 with tempfile.TemporaryDirectory() as tmp:
                     row["svmrank_seconds"] = _run_svmrank(data, lam, 1e-3, tmp)
@@ -1060,7 +1075,8 @@ def _shapes(args, tau, mu):
             spread = (max(times) - min(times)) / t if t > 0 else 0.0
             print(f"  {'':40s} {lam:7g} {t:8.3f}s {spread:6.0%} {row['oracle_calls']:6d} {row['floor_passes']:9.1f} "
                   f"{fixed * 1e3:6.1f}ms {one * 1e3:6.2f}ms {row['relative_gap']:8.1e}  "
-                  f"{'MET' if bar else 'missed'} ({res.status})", flush=True)
+                  f"{'MET' if bar else 'missed'} ({res.status})" + ("" if peak is None else f"  peak/X {peak:.2f}"),
+                  flush=True)
         del data
         gc.collect()
     met = sum(r["bar"] for r in rows)
@@ -1124,6 +1140,8 @@ def check_args(args) -> tuple[list, set, float, object]:
         check_lam_option("shapes-lams", value)
     check_option("shapes-repeat", args.shapes_repeat, POSITIVE_INT)
     check_option("shapes-time-limit", args.shapes_time_limit, POSITIVE)
+    if args.shapes_max_planes is not None and args.shapes_max_planes < 4:
+        raise ValidationError(f"--shapes-max-planes must be at least 4, got {args.shapes_max_planes}")
     check_outputs([args.json])  # before the run, not after it
     return instances, skip, lam, costs
 
