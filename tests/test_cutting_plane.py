@@ -278,3 +278,21 @@ def test_a_plane_limit_still_certifies_the_optimum():
     with pytest.raises(ValidationError, match="keep_points"):
         cutting_plane(oracle, inst.lam, max_planes=8, keep_points=True)
 
+
+
+def test_blas_threads_limits_blas_inside_and_restores_it_after():
+    """The cached controller limits every BLAS library loaded, and leaves them as they were on exit."""
+    from threadpoolctl import threadpool_info
+
+    from cvxrank.native.cutting_plane import blas_threads
+
+    def blas():
+        return [(i["filepath"], i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas()
+    assert before  # numpy's BLAS at least
+    with blas_threads(1):
+        assert all(n == 1 for _, n in blas())
+    assert blas() == before
+    with blas_threads(None):
+        assert blas() == before

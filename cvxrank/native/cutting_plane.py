@@ -49,6 +49,7 @@ If that phase stalls, the planes go on from where they were.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -162,15 +163,22 @@ def blas_threads(threads: int | None = 1):
     """A context that limits BLAS to ``threads`` threads (``0`` or None: leave it alone).
 
     The oracle's two matrix-vector products per call are memory-bound; threaded BLAS only adds
-    contention under load (docs/native.md, "The solver").
+    contention under load (docs/native.md, "The solver"). The BLAS libraries are found once per process
+    (:func:`_blas_controller`): finding them reads the process's memory map, about 3 ms, which was a tenth of
+    a small solve.
     """
     if not threads:
         return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - scikit-learn brings threadpoolctl
-        return contextlib.nullcontext()
-    return threadpool_limits(int(threads), user_api="blas")
+    return _blas_controller().limit(limits=int(threads), user_api="blas")
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """threadpoolctl's controller of the BLAS libraries loaded when first asked (numpy's and scipy's are by then:
+    this package imports ``scipy.linalg``)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_000, time_limit: float | None = None,
