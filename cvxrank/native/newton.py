@@ -52,6 +52,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from cvxrank.exceptions import ValidationError
@@ -119,7 +120,7 @@ class _Band:
 
     def __init__(self, lam, n, Ds):
         self.lam, self.n, self.Ds, self.k = lam, n, Ds, Ds.shape[0]
-        self._H = self._small = None
+        self._H = self._small = self._factor = None
 
     @property
     def route(self) -> str:
@@ -142,7 +143,7 @@ class _Band:
         """``H⁻¹ rhs``."""
         route, lam2 = self.route, 2.0 * self.lam
         if route == "dense":
-            return np.linalg.solve(self.H, rhs)
+            return self._solve(self.H, rhs)
         Ds = self.Ds
         if route == "woodbury":
             if self._small is None:
@@ -150,9 +151,19 @@ class _Band:
                 S = S.toarray() if sp.issparse(S) else np.array(S)
                 S[np.diag_indices_from(S)] += lam2
                 self._small = S
-            y = np.linalg.solve(self._small, Ds @ rhs)
+            y = self._solve(self._small, Ds @ rhs)
             return (rhs - Ds.T @ y) / lam2
         return _cg(lambda u: lam2 * u + Ds.T @ (Ds @ u), rhs, tol)
+
+    def _solve(self, M, rhs):
+        """``M⁻¹ rhs`` for the route's matrix (``2λI`` plus a Gram matrix: positive definite) by a Cholesky factor
+        kept for the next solve (the Newton step and the tangent share it); LU if rounding broke definiteness."""
+        if self._factor is None:
+            try:
+                self._factor = sla.cho_factor(M, lower=True, check_finite=False)
+            except (np.linalg.LinAlgError, sla.LinAlgError):
+                return np.linalg.solve(M, rhs)
+        return sla.cho_solve(self._factor, rhs, check_finite=False)
 
 
 #: Most entries of a dense matrix the Newton phase forms (``n x n`` Hessian or ``k x k`` Woodbury system); beyond
