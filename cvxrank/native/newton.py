@@ -471,6 +471,9 @@ POLISH_STEPS = 10
 #: (:func:`_margin_set`), one pass each, while the point still gains.
 JUMP_CHAIN = 4
 
+#: Pairs per feature a later finish of the chain keeps (:func:`_margin_set`), nearest the margin first.
+CHAIN_FEATURES = 1.0
+
 #: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
 #: many as the features, so a wider band is not yet that set (and its box QP costs ``k³``).
 JUMP_FEATURES = 1.5
@@ -571,7 +574,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 found = _jump(lam, ev)
                 jumped = ev["k"]
                 local = hasattr(oracle, "_order")  # the chain lists the pairs near the margin itself
-                limit = int(JUMP_FEATURES * w.shape[0])
+                limit = int(CHAIN_FEATURES * w.shape[0])
                 for link in range(JUMP_CHAIN):
                     if found is None:
                         break
