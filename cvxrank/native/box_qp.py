@@ -146,8 +146,8 @@ def _interior_point(Q, c, u, *, tol: float, max_iter: int):
 
 
 def _projected_newton(Q, c, u, x, g, diag, reg, tol, max_iter):
-    """The polish: Bertsekas' projected Newton from ``x`` in the box (module docstring). Returns
-    ``(x, change of f, kkt, steps)``; the objective never rises."""
+    """The polish: Bertsekas' projected Newton from ``x`` in the box, with its gradient ``g`` (module docstring).
+    Returns ``(x, g, change of f, kkt, steps)``; the objective never rises."""
     scale = max(1.0, float(np.abs(g).max()))
     kkt = float(np.abs(x - np.clip(x - g, 0.0, u)).max())
     k, it, total = c.shape[0], 0, 0.0

@@ -191,7 +191,8 @@ class GramCache:
         self.updates = 0
 
     def update(self, ib, iw, c, Ds, delta):
-        """``S`` for the band ``(ib, iw, c)`` whose rows are ``Ds = sqrt(c/δ) d`` (a new array)."""
+        """``S`` for the band ``(ib, iw, c)`` whose rows are ``Ds = sqrt(c/δ) d`` (read before the next evaluation
+        reuses their buffer), as a new array."""
         keys = ib * self.m + iw
         if self.S is not None and self.updates < REBUILD_AFTER:
             entered = ~np.isin(keys, self.keys, assume_unique=True)
