@@ -376,3 +376,26 @@ def test_certificate_reads_only_the_shown_rows_when_few_documents_were_shown():
     assert native.status == "optimal" and explicit.status == "optimal"
     assert abs(native.objective - explicit.objective) <= native.gap_L + explicit.gap_L
     assert np.abs(native.w - explicit.w).max() <= native.distance_bound + explicit.distance_bound
+
+
+def test_the_click_oracle_keeps_a_small_dense_ish_x_dense(monkeypatch):
+    """The click oracle stores the shown documents' rows as PairFreeOracle stores X (a sparse X with a quarter of its
+    entries or more and 2^16 to 2^22 entries, dense), with the numbers of the CSR form."""
+    import scipy.sparse as sp
+
+    from cvxrank.native import oracle as oracle_module
+
+    rng = np.random.default_rng(4)
+    m, n = 1_600, 60
+    X = sp.random(m, n, density=0.3, format="csr", random_state=rng)
+    data = RankingData(X, rng.integers(0, 3, m), qid=np.arange(m) // 40)
+    groups = click_groups(make_clicks(data, eta=1.0, n_sessions=3_000, top_k=40, random_state=4))
+    kept = DocumentOracle.from_groups(groups)
+    assert isinstance(kept.X, np.ndarray) and kept.X.shape[0] * n >= oracle_module.DENSE_MIN_ENTRIES
+    monkeypatch.setattr(oracle_module, "DENSE_SHARE", 2.0)  # never dense: the CSR form
+    as_given = DocumentOracle.from_groups(groups)
+    assert sp.issparse(as_given.X)
+    w = rng.normal(size=n)
+    a, b = kept(w), as_given(w)
+    assert a.loss == pytest.approx(b.loss, rel=1e-12) and a.violated_weight == pytest.approx(b.violated_weight)
+    np.testing.assert_allclose(a.gradient, b.gradient, rtol=1e-11, atol=1e-11 * np.abs(b.gradient).max())

@@ -139,11 +139,13 @@ def _differences(X, better, worse):
     return D.tocsr().astype(np.float64) if sp.issparse(D) else np.asarray(D, dtype=np.float64)
 
 
-def _band_qp(D, g_V, a, lam, start, max_iter: int = 100):
+def _band_qp(D, g_V, a, lam, start, max_iter: int = 30):
     """``max_{0 ≤ ν ≤ a} Σ ν - ‖g_V + Dᵀ ν‖² / (4λ)`` by :func:`~cvxrank.native.box_qp.box_qp` on
     ``min ½ νᵀ Q ν + cᵀ ν`` with ``Q = D Dᵀ / (2λ)`` (singular: a pair of two groups comes twice, ``d_ik = d_ij + d_jk``)
     and ``c = D g_V / (2λ) - 1`` (``c + Q ν`` is the margins minus 1), from ``start`` (in the box). Every iterate is in
-    the box (a dual point); ``start`` is kept when the solve does no better."""
+    the box (a dual point); ``start`` is kept when the solve does no better. ``max_iter`` caps the projected Newton
+    polish after the interior point (LETOR sample, 1M sessions: 100 steps 0.63 s and 113 calls, 30 steps 0.50 s and
+    137 calls, 10 steps 0.52 s and 199 calls)."""
     Dd = D.toarray() if sp.issparse(D) else np.asarray(D)
     Q = Dd @ (Dd.T / (2.0 * lam))
     c = Dd @ (g_V / (2.0 * lam)) - 1.0

@@ -49,6 +49,7 @@ from cvxrank._float64 import matvec, rmatvec
 from cvxrank._memory import check_memory
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.kernels import check_kernel, sweep
+from cvxrank.native.oracle import stored_x
 from cvxrank.native.variant_oracle import SquaredHingeResult
 from cvxrank.preference_groups import PreferenceGroups
 
@@ -340,7 +341,7 @@ class DocumentOracle:
         check_memory(MEMBER_BYTES * float(members.shape[0]) + 64.0 * used.shape[0] + row_bytes,
                      f"the pair-free oracle of {groups.n_groups:,} groups ({members.shape[0]:,} members)",
                      "use a smaller log or fewer groups")
-        self.X = X if used.shape[0] == m else X[used]
+        self.X = stored_x(X if used.shape[0] == m else X[used])
         self.documents = used
         self.n_pairs = groups.n_pairs
         sizes = groups.sizes[live]

@@ -217,7 +217,7 @@ class PairFreeOracle:
         threads = check_threads(threads)
         self._compiled = check_kernel(kernel)
         self.kernel = kernel
-        X = _stored(X)
+        X = stored_x(X)
         if X.ndim != 2:
             raise ValidationError(f"X must be 2-dimensional, got shape {X.shape}")
         m = X.shape[0]
@@ -644,14 +644,15 @@ def _shards(offsets: np.ndarray, k: int) -> list:
 
 
 #: A sparse ``X`` with at least this share of its entries stored, and between :data:`DENSE_MIN_ENTRIES` and
-#: :data:`DENSE_MAX_ENTRIES` entries in all, is kept dense by the oracle (:func:`_stored`).
+#: :data:`DENSE_MAX_ENTRIES` entries in all, is kept dense by the oracles (:func:`stored_x`).
 DENSE_SHARE = 0.25
 DENSE_MIN_ENTRIES = 1 << 16
 DENSE_MAX_ENTRIES = 1 << 22
 
 
-def _stored(X):
-    """``X`` as the oracle keeps it: CSR or dense, float32 and float64 as they are, anything else float64.
+def stored_x(X):
+    """``X`` as the pair-free oracles keep it (:class:`PairFreeOracle`, the click oracle's rows): CSR or dense,
+    float32 and float64 as they are, anything else float64.
 
     A sparse ``X`` that is not very sparse (:data:`DENSE_SHARE` of its entries stored or more) and small
     (:data:`DENSE_MIN_ENTRIES` to :data:`DENSE_MAX_ENTRIES` entries, at most 32 MB dense in float64) is kept
