@@ -474,6 +474,13 @@ POLISH_STEPS = 10
 #: (:func:`_margin_set`), one pass each, while the point still gains.
 JUMP_CHAIN = 4
 
+#: Width of the chain's one wider set (:func:`smoothed_newton`): when a finish over the ``n`` pairs nearest the margin
+#: stops gaining, the next takes the :data:`JUMP_FEATURES` ``n`` nearest within this much of it (at least the width
+#: in force). The graded documents of ``cvxrank bench clicks``' hard instance (10,000 documents, 100 features) needed
+#: it: 682 calls and ``optimal_inaccurate`` without, 265 calls and 0.19 s certified with; the real sample at
+#: λ = 0.05 (μ balanced) took 79 calls instead of 62.
+WIDE_WIDTH = 0.02
+
 #: Pairs per feature a later finish of the chain keeps (:func:`_margin_set`), nearest the margin first.
 CHAIN_FEATURES = 1.0
 
@@ -577,7 +584,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 found = _jump(lam, ev)
                 jumped = ev["k"]
                 local = hasattr(oracle, "_order")  # the chain lists the pairs near the margin itself
-                limit = int(CHAIN_FEATURES * w.shape[0])
+                limit, widened = int(CHAIN_FEATURES * w.shape[0]), False
                 for link in range(JUMP_CHAIN):
                     if found is None:
                         break
@@ -599,8 +606,16 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     if verbose:
                         print(f"newton  jump {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap "
                               f"{rel:.2e}  band {ev['k']}", flush=True)
-                    if rel <= target or calls >= max_calls or sets is None or not gain > 0.1 * (F_best - lower):
-                        break  # certified, out of calls, or the sets have stopped changing the point
+                    if rel <= target or calls >= max_calls or sets is None:
+                        break
+                    if not gain > 0.1 * (F_best - lower):  # the sets have stopped changing the point
+                        if widened or link + 2 >= JUMP_CHAIN:
+                            break
+                        # once: more pairs, from further off the margin, at the best point (one more pass)
+                        widened = True
+                        wide = int(JUMP_FEATURES * w.shape[0])
+                        _, sets = _margin_set(oracle, lam, w_best, max(delta, WIDE_WIDTH), wide)
+                        calls += 1
                     found = _band_dual(lam, *sets) if sets[1].shape[0] else None
                 if rel <= target or calls >= max_calls:
                     break
