@@ -56,3 +56,19 @@ def test_box_qp_start_and_edge_cases():
     assert empty.x.shape == (0,) and empty.converged
     zero = box_qp(np.zeros((3, 3)), np.array([-1.0, 1.0, 0.0]), np.array([2.0, 2.0, 2.0]))  # linear: to the bounds
     np.testing.assert_array_equal(zero.x[:2], [2.0, 0.0])
+
+
+@pytest.mark.parametrize("args, message", [
+    ((np.eye(2), np.zeros(3), np.ones(3)), "shape"),
+    ((np.eye(2), np.zeros(2), np.ones(3)), "shape"),
+    ((np.eye(2), np.zeros(2), np.array([1.0, -1.0])), ">= 0"),
+    ((np.eye(2), np.array([np.nan, 0.0]), np.ones(2)), "finite"),
+    ((np.eye(2), np.zeros(2), np.array([1.0, np.inf])), "finite"),
+])
+def test_box_qp_refuses_bad_input_with_a_clear_error(args, message):
+    from cvxrank.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
+        box_qp(*args)
+    with pytest.raises(ValidationError, match="x0"):
+        box_qp(np.eye(2), np.zeros(2), np.ones(2), np.zeros(3))

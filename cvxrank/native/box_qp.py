@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
+from cvxrank.exceptions import ValidationError
+
 __all__ = ["BoxQPResult", "box_qp"]
 
 
@@ -221,7 +223,12 @@ def box_qp(Q, c, upper, x0=None, *, tol: float = 1e-12, max_iter: int = 200, rho
     Q = np.asarray(Q, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     u = np.asarray(upper, dtype=np.float64)
-    k = c.shape[0]
+    k = c.shape[0] if c.ndim == 1 else -1
+    if k < 0 or Q.shape != (k, k) or u.shape != (k,) or (x0 is not None and np.shape(x0) != (k,)):
+        raise ValidationError(f"box_qp needs Q of shape (k, k) and c, upper (and x0) of shape (k,); got Q {Q.shape}, "
+                              f"c {c.shape}, upper {u.shape}" + ("" if x0 is None else f", x0 {np.shape(x0)}"))
+    if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(c)) and np.all(np.isfinite(u)) and np.all(u >= 0)):
+        raise ValidationError("box_qp needs finite Q and c and finite upper bounds >= 0")
     start = np.zeros(k) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), 0.0, u)
     if k == 0:
         return BoxQPResult(start, 0.0, 0.0, 0, True)

@@ -38,10 +38,10 @@ class Bundle:
     max_planes : int, optional
         Most planes held (plane 0 included, at least 4; default: no limit). When a new plane finds the bundle
         full, the planes with ``β = 0`` go first; if that is not enough, the lighter half of the others (the
-        smallest ``β``) is replaced by their aggregate (Kiwiel 1985): ``(Σ β_k a_k, Σ β_k b_k) / Σ β_k`` over them, a convex combination of
-        minorants and so a minorant itself, with ``β`` their sum. The model's minimiser and ``D(β)`` do not
-        change, so the bound never falls; the memory of the planes stays ``max_planes x n`` floats. Not with
-        ``keep_points`` (an aggregate has no point).
+        smallest ``β``) is replaced by their aggregate (Kiwiel 1985): ``(Σ β_k a_k, Σ β_k b_k) / Σ β_k`` over
+        them, a convex combination of minorants and so a minorant itself, with ``β`` their sum. The model's
+        minimiser and ``D(β)`` do not change, so the bound never falls; the memory of the planes stays
+        ``max_planes x n`` floats. Not with ``keep_points`` (an aggregate has no point).
 
     Examples
     --------
