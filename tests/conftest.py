@@ -131,6 +131,39 @@ def cluster_client(processes=False):
     return cluster, distributed.Client(cluster)
 
 
+def write_letor_shards(folder, data, n_shards, compress=(1,)):
+    """``data`` split by query into ``n_shards`` LETOR files in ``folder`` (the shards in ``compress`` gzipped);
+    their paths."""
+    import gzip
+    import shutil
+
+    from cvxrank.data import RankingData, save_letor
+
+    paths = []
+    for i, qs in enumerate(np.array_split(data.query_ids, n_shards)):
+        keep = np.isin(data.qid, qs)
+        path = folder / f"shard-{i}.letor"
+        save_letor(RankingData(data.X[keep], data.y[keep], data.qid[keep]), path)
+        if i in compress:
+            with open(path, "rb") as src, gzip.open(f"{path}.gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            path.unlink()
+            path = folder / f"shard-{i}.letor.gz"
+        paths.append(str(path))
+    return paths
+
+
+def kill_a_worker(client):
+    """End one worker's process of a process-based cluster (the call's own connection closes under it)."""
+    import os
+
+    victim = next(iter(client.scheduler_info()["workers"]))
+    try:
+        client.run(os._exit, 1, workers=[victim])
+    except Exception:  # the connection to the killed worker closes under the call
+        pass
+
+
 @pytest.fixture(scope="module")
 def client():
     """An in-process :func:`cluster_client`, shared by a module's tests (a module may define its own)."""

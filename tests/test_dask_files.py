@@ -1,7 +1,6 @@
 """Training over LETOR files read on the dask workers (loopback cluster, tiny data)."""
 
 import gzip
-import shutil
 
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import SolverError, ValidationError
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
-from tests.conftest import cluster_client
+from tests.conftest import cluster_client, kill_a_worker, write_letor_shards
 
 distributed = pytest.importorskip("distributed")
 
@@ -20,27 +19,10 @@ from cvxrank.native.dask_files import files_oracle, shard_groups, solve_files  #
 TAU = {(1, 0): 1.0, (2, 0): 2.0, (2, 1): 1.5, (3, 0): 3.0, (3, 1): 2.5, (3, 2): 1.0}
 
 
-def write_shards(folder, data, n_shards, compress=(1,)):
-    """``data`` split by query into ``n_shards`` LETOR files (the shards in ``compress`` gzipped)."""
-    queries = np.array_split(data.query_ids, n_shards)
-    paths = []
-    for i, qs in enumerate(queries):
-        keep = np.isin(data.qid, qs)
-        path = folder / f"shard-{i}.letor"
-        save_letor(RankingData(data.X[keep], data.y[keep], data.qid[keep]), path)
-        if i in compress:
-            with open(path, "rb") as src, gzip.open(f"{path}.gz", "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            path.unlink()
-            path = folder / f"shard-{i}.letor.gz"
-        paths.append(str(path))
-    return paths
-
-
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
     data = make_ranking(n_queries=24, docs_per_query=(5, 16), n_features=5, n_grades=4, random_state=3)
-    return write_shards(tmp_path_factory.mktemp("shards"), data, 3)
+    return write_letor_shards(tmp_path_factory.mktemp("shards"), data, 3)
 
 
 def local_data(paths):
@@ -205,8 +187,6 @@ def test_cli_unreachable_scheduler(shards, tmp_path, capsys):
 def test_worker_processes_budget_and_a_killed_worker(shards):
     """Worker processes: the memory budget applies on each worker; a worker killed mid-path is replaced and its
     shards are read again, with the same solution."""
-    import os
-
     from cvxrank._memory import MemoryBudgetError, set_memory_budget
 
     cluster, client = cluster_client(processes=True)
@@ -217,11 +197,7 @@ def test_worker_processes_budget_and_a_killed_worker(shards):
         client.run(set_memory_budget, None)
         oracle = files_oracle(client, shards, mu="balanced", timeout=60.0)
         first = solve_files(client, oracle=oracle, lam=0.5, tol=1e-8)
-        victim = next(iter(client.scheduler_info()["workers"]))
-        try:
-            client.run(os._exit, 1, workers=[victim])
-        except Exception:  # the connection to the killed worker closes under the call
-            pass
+        kill_a_worker(client)
         again = solve_files(client, oracle=oracle, lam=0.5, tol=1e-8)
         local = solve(RankingProblem(local_data(shards), mu="balanced", lam=0.5), "cutting_plane", tol=1e-8)
         within_certificates(local, first)

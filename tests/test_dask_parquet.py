@@ -9,7 +9,7 @@ from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import ValidationError
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
-from tests.conftest import cluster_client
+from tests.conftest import cluster_client, kill_a_worker
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")
@@ -235,8 +235,6 @@ def test_estimator_fit_files_on_a_dask_dataframe(client, data):
 def test_worker_processes_budget_and_a_killed_worker(data, shards):
     """Worker processes: the memory budget applies to a Parquet shard and a partition; a worker killed mid-path is
     replaced, its shards read (or its partitions computed) again, with the same solution."""
-    import os
-
     from cvxrank._memory import MemoryBudgetError, set_memory_budget
 
     cluster, client = cluster_client(processes=True)
@@ -252,11 +250,7 @@ def test_worker_processes_budget_and_a_killed_worker(data, shards):
         for source in (shards["parquet"], ddf):
             oracle = files_oracle(client, source, tau=TAU, mu="balanced", timeout=60.0)
             first = solve_files(client, oracle=oracle, lam=0.5, tol=1e-8)
-            victim = next(iter(client.scheduler_info()["workers"]))
-            try:
-                client.run(os._exit, 1, workers=[victim])
-            except Exception:  # the connection to the killed worker closes under the call
-                pass
+            kill_a_worker(client)
             again = solve_files(client, oracle=oracle, lam=0.5, tol=1e-8)
             within_certificates(local, first)
             within_certificates(local, again)

@@ -1,7 +1,5 @@
 """Listwise Newton (ListMLE, cs-RgList) over shards read on the dask workers (loopback cluster, tiny data)."""
 
-import gzip
-import shutil
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ from cvxrank.listwise import (
     solve_newton,
 )
 from cvxrank.listwise.loss import objective_from_sums
-from tests.conftest import cluster_client
+from tests.conftest import cluster_client, write_letor_shards
 
 distributed = pytest.importorskip("distributed")
 
@@ -26,21 +24,6 @@ from cvxrank.listwise.dask import solve_newton_files
 def subset(data, queries):
     keep = np.isin(data.qid, queries)
     return RankingData(data.X[keep], data.y[keep], data.qid[keep])
-
-
-def write_shards(folder, data, n_shards, compress=(1,)):
-    """``data`` split by query into ``n_shards`` LETOR files (the shards in ``compress`` gzipped)."""
-    paths = []
-    for i, qs in enumerate(np.array_split(data.query_ids, n_shards)):
-        path = folder / f"shard-{i}.letor"
-        save_letor(subset(data, qs), path)
-        if i in compress:
-            with open(path, "rb") as src, gzip.open(f"{path}.gz", "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            path.unlink()
-            path = folder / f"shard-{i}.letor.gz"
-        paths.append(str(path))
-    return paths
 
 
 def local_data(paths):
@@ -57,7 +40,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory, data):
-    return write_shards(tmp_path_factory.mktemp("listwise"), data, 3)
+    return write_letor_shards(tmp_path_factory.mktemp("listwise"), data, 3)
 
 
 def same_solve(local, remote):
@@ -106,7 +89,7 @@ def test_single_document_queries_count_in_m(client, tmp_path):
     """m of (3) is every query (as listwise_layout counts it), a shard of one-document queries included."""
     base = make_ranking(n_queries=6, docs_per_query=(4, 8), n_features=4, n_grades=3, random_state=1)
     singles = RankingData(np.random.default_rng(0).normal(size=(3, 4)), [2, 0, 1], qid=[101, 102, 103])
-    paths = write_shards(tmp_path, base, 2, compress=())
+    paths = write_letor_shards(tmp_path, base, 2, compress=())
     save_letor(singles, tmp_path / "singles.letor")
     paths.append(str(tmp_path / "singles.letor"))
     local = solve_newton(local_data(paths), C=5.0, pcf=2.0)
@@ -124,7 +107,7 @@ def test_feature_count_is_the_largest_index(client, tmp_path, data):
     first = np.isin(data.qid, data.query_ids[:8])
     X[first, -1] = 0.0
     narrow = RankingData(X, data.y, data.qid)
-    paths = write_shards(tmp_path, narrow, 3, compress=())
+    paths = write_letor_shards(tmp_path, narrow, 3, compress=())
     assert load_letor(paths[0]).n_features == 4
     same_solve(solve_newton(narrow, C=10.0, pcf=3.0), solve_newton_files(client, paths, C=10.0, pcf=3.0))
     wide = solve_newton_files(client, paths, C=10.0, pcf=3.0, n_features=7)
