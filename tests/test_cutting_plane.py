@@ -275,8 +275,10 @@ def test_a_plane_limit_still_certifies_the_optimum():
     for bad, message in ((3, "at least 4"), (0, "max_planes"), ("some", "max_planes")):
         with pytest.raises(ValidationError, match=message):
             cutting_plane(oracle, inst.lam, max_planes=bad)
-    with pytest.raises(ValidationError, match="keep_points"):
+    with pytest.raises(ValidationError, match="max_planes is for problems given as documents"):
         cutting_plane(oracle, inst.lam, max_planes=8, keep_points=True)
+    with pytest.raises(ValidationError, match="max_planes is for problems given as documents"):  # through the door
+        solve(RankingProblem(inst.pairs, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", max_planes=8)
 
 
 

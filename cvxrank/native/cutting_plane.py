@@ -314,7 +314,8 @@ def _plane_limit(max_planes, keep_points):
     if max_planes < 4:
         raise ValidationError(f"max_planes must be at least 4, got {max_planes}")
     if keep_points:
-        raise ValidationError("max_planes aggregates planes, which have no point then: not with keep_points")
+        raise ValidationError("max_planes is for problems given as documents: with formed pairs every plane keeps "
+                              "its point for the pairwise certificate, which an aggregated plane has not")
     return max_planes
 
 
