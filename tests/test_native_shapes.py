@@ -2,7 +2,8 @@
 
 Shapes (the benchmark ``cvxrank bench native --instances shapes`` runs them at full size): a LETOR-like sample
 (sparse, many features for its documents), the ``make_ranking`` shape, sparse high-dimensional data (more features
-than documents), one large query, and heavy ties (features rounded so that many scores and margins tie). On each,
+than documents), one large query, heavy ties (features rounded so that many scores and margins tie) and redundant
+features (zero, query-level and repeated columns, which the solve leaves out and maps back). On each,
 at several λ: the certified solution agrees with Clarabel's within the two certificates, and every lower bound the
 run records lies below the optimum.
 """
@@ -46,10 +47,22 @@ def shape(name, seed):
         return make_ranking(n_queries=1, docs_per_query=(70, 70), n_features=5, n_grades=4, random_state=seed)
     if name == "ties":
         return _rounded(make_ranking(n_queries=6, docs_per_query=(8, 16), n_features=4, random_state=seed), 1.0)
+    if name == "redundant":
+        return redundant(make_ranking(n_queries=8, docs_per_query=(5, 12), n_features=5, random_state=seed))
     raise AssertionError(name)
 
 
-SHAPES = ["letor_like", "make_ranking", "sparse_wide", "one_query", "ties"]
+def redundant(data):
+    """``data`` with the columns of real LETOR sets that carry no pair information: all zeros, constant within
+    each query (a query-level feature), and copies of a feature (two of one, three of another)."""
+    X = np.asarray(data.X)
+    _, q = np.unique(data.qid, return_inverse=True)
+    query_level = np.random.default_rng(1).standard_normal(q.max() + 1)[q]
+    cols = [X[:, 0], np.zeros(len(X)), X[:, 1], query_level, X[:, 1], X[:, 2], X[:, 3], X[:, 3], X[:, 3], X[:, 4]]
+    return RankingData(np.column_stack(cols), y=data.y, qid=data.qid)
+
+
+SHAPES = ["letor_like", "make_ranking", "sparse_wide", "one_query", "ties", "redundant"]
 LAMS = [0.05, 0.5, 5.0, 500.0]
 
 
@@ -75,6 +88,10 @@ def test_shape_agrees_with_clarabel_and_every_bound_is_below_the_optimum(name, l
     h = res.history
     assert np.all(h["dual_objective"] <= upper_ref * (1 + 1e-10) + 1e-12)
     assert res.objective >= lower_ref * (1 - 1e-10)
+    if name == "redundant":  # solved on 5 columns: w back on all 10, equal weights on equal features
+        assert res.extras["features_solved"] == 5 and res.w.shape == (10,)
+        assert res.w[1] == res.w[3] == 0.0
+        assert res.w[2] == res.w[4] and res.w[6] == res.w[7] == res.w[8]
 
 
 @pytest.mark.parametrize("name", ["ties", "one_query", "sparse_wide"])

@@ -62,8 +62,9 @@ from cvxrank.data import RankingData
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.bundle import Bundle
+from cvxrank.native.features import feature_map
 from cvxrank.native.kernels import check_kernel
-from cvxrank.native.oracle import PairFreeOracle, check_threads
+from cvxrank.native.oracle import PairFreeOracle, check_threads, stored_x
 from cvxrank.native.scale import check_scale
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
@@ -497,6 +498,7 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     if oracle_kernel != "auto" and (client is not None or variant.margin is not None):
         raise ValidationError("oracle_kernel is for the local oracle with the papers' margin of 1 (the Dask shards and "
                               "the margin variants choose their own path)")
+    fmap = None  # the features left out of a local solve (cvxrank.native.features), mapped back at the end
     if client is not None:
         if variant.margin is not None:
             raise ValidationError("the Dask oracle takes the papers' margin of 1 only; solve margins locally")
@@ -509,12 +511,21 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         if n_shards is not None:
             raise ValidationError("n_shards needs a dask client")
         if variant.margin is None:
-            oracle = PairFreeOracle.from_data(problem.data, costs, threads=oracle_threads, kernel=oracle_kernel)
+            X = stored_x(problem.data.X)
+            fmap = feature_map(X, problem.data.query_index)  # None unless some features carry no information
+            oracle = PairFreeOracle.from_data(problem.data, costs, threads=oracle_threads, kernel=oracle_kernel,
+                                              X=X if fmap is None else fmap.reduce_x(X))
         else:
             oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0
+    if fmap is not None and warm_start_w is not None:
+        warm_start_w = fmap.to_reduced(check_common(tol, time_limit, warm_start_w, problem.n_features))
     run = cutting_plane(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
                         warm_start_w=warm_start_w, keep_points=problem.has_pairs, **options)
+    if fmap is not None:  # back to the problem's features: w = E u
+        run.w, run.w_model = fmap.to_full(run.w), fmap.to_full(run.w_model)
+        if run.points is not None:
+            run.points = np.array([fmap.to_full(p) for p in run.points]).reshape(-1, problem.n_features)
     alphas = []
     if problem.has_pairs and not run.relative_gap <= tol:
         # The pairwise dual point of the model: plane k covers the pairs violated at its point w_k.
@@ -537,7 +548,8 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
             dual_residual=float(resid), iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
             extras={"oracle_calls": run.oracle_calls, "pairfree_relative_gap": run.relative_gap,
                     "certifiable_gap": run.floor, "solver_status": run.status, "n_pairs": oracle.n_pairs,
-                    "n_documents": oracle.n_documents, "planes": int(np.count_nonzero(run.beta[1:]))},
+                    "n_documents": oracle.n_documents, "planes": int(np.count_nonzero(run.beta[1:])),
+                    "features_solved": oracle.n_features},
             history=run.history,
         )
         return finish(problem, run.w, report, tol)

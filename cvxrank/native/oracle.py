@@ -269,10 +269,15 @@ class PairFreeOracle:
 
     @classmethod
     def from_data(cls, data: RankingData, costs: CostTable | None = None, *, threads=1,
-                  kernel="auto") -> PairFreeOracle:
-        """The oracle of ``data`` with the weights of ``costs`` (default: all ones, Ranking SVM)."""
+                  kernel="auto", X=None) -> PairFreeOracle:
+        """The oracle of ``data`` with the weights of ``costs`` (default: all ones, Ranking SVM); ``X`` in place
+        of ``data.X``: the same documents, e.g. without the features that carry no pair information
+        (:mod:`cvxrank.native.features`)."""
         costs, grades, codes, _ = data_layout(data, costs)
-        return cls(data.X, data.query_index, codes, costs.values, grades=grades, query_ids=data.query_ids,
+        X = data.X if X is None else X
+        if X.shape[0] != data.n_documents:
+            raise ValidationError(f"X must have a row per document ({data.n_documents}), got {X.shape[0]}")
+        return cls(X, data.query_index, codes, costs.values, grades=grades, query_ids=data.query_ids,
                    threads=threads, kernel=kernel)
 
     @property
