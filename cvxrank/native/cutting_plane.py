@@ -513,8 +513,10 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         if variant.margin is None:
             X = stored_x(problem.data.X)
             fmap = feature_map(X, problem.data.query_index)  # None unless some features carry no information
-            oracle = PairFreeOracle.from_data(problem.data, costs, threads=oracle_threads, kernel=oracle_kernel,
-                                              X=X if fmap is None else fmap.reduce_x(X))
+            if fmap is not None:
+                X = fmap.reduce_x(X)
+            oracle = PairFreeOracle.from_data(problem.data, costs, threads=oracle_threads, kernel=oracle_kernel, X=X)
+            del X  # a dense copy made here lives in the oracle only
         else:
             oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0
