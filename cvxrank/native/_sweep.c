@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
 typedef struct {
     Py_buffer buf;
@@ -729,6 +730,262 @@ static PyObject *smoothed_groups(PyObject *self, PyObject *args)
     return PyLong_FromLongLong((long long)band);
 }
 
+/* pair_cd(indptr, indices, data, sqnorm, better, worse, cell, grade, table, alpha, w, lam, passes, state, eps)
+ *   -> passes done
+ * Dual coordinate descent (Hsieh et al. 2008) on the dual of (9) over explicit pairs, for a CSR X (int64 indptr,
+ * int32 sorted indices, float64 data; sqnorm the squared norms of its rows):
+ *   max_{0 <= alpha_i <= c_i} sum_i alpha_i - lam ||w||^2,  w = sum_i alpha_i (x_better_i - x_worse_i) / (2 lam),
+ * one coordinate at a time, exactly: alpha_i <- clip(alpha_i - (m_i - 1) 2 lam / ||d_i||^2, 0, c_i) with the margin
+ * m_i = <w, d_i>, and w updated on the two rows' entries; c_i = table[cell[better_i] + grade[worse_i]]. A pass
+ * visits the active pairs in a random order (the pairs and their alpha are permuted in place, the generator's
+ * state in state[0]) and shrinks, as Hsieh et al., a pair at a bound whose gradient points out of the box by more
+ * than the last pass's extreme projected gradients; when the active pairs' projected gradients span at most eps,
+ * the shrunk pairs come back, and the run stops if none had been shrunk. */
+static inline double row_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t r, const double *w)
+{
+    double s = 0.0;
+    for (int64_t k = ip[r]; k < ip[r + 1]; k++) {
+        s += val[k] * w[ind[k]];
+    }
+    return s;
+}
+
+static inline double rows_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t a, int64_t b)
+{
+    int64_t i = ip[a], j = ip[b];
+    double s = 0.0;
+    while (i < ip[a + 1] && j < ip[b + 1]) { /* sorted indices: a merge */
+        if (ind[i] == ind[j]) {
+            s += val[i++] * val[j++];
+        }
+        else if (ind[i] < ind[j]) {
+            i++;
+        }
+        else {
+            j++;
+        }
+    }
+    return s;
+}
+
+static inline void swap_pair(int32_t *b, int32_t *w, double *al, int64_t i, int64_t j)
+{
+    int32_t t = b[i];
+    b[i] = b[j];
+    b[j] = t;
+    t = w[i];
+    w[i] = w[j];
+    w[j] = t;
+    double u = al[i];
+    al[i] = al[j];
+    al[j] = u;
+}
+
+static inline uint64_t xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static PyObject *pair_cd(PyObject *self, PyObject *args)
+{
+    PyObject *o_ip, *o_ind, *o_val, *o_sq, *o_b, *o_w, *o_cell, *o_g, *o_tab, *o_al, *o_wt, *o_st;
+    double lam, eps;
+    Py_ssize_t passes;
+    Arr a[12];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOdnOd", &o_ip, &o_ind, &o_val, &o_sq, &o_b, &o_w, &o_cell, &o_g, &o_tab,
+                          &o_al, &o_wt, &lam, &passes, &o_st, &eps)) {
+        return NULL;
+    }
+    Py_ssize_t m1 = first(o_ip, a, 12, "indptr");
+    if (m1 < 1) {
+        if (m1 == 0) {
+            PyErr_SetString(PyExc_ValueError, "internal error: indptr is empty");
+            release(a, 12);
+        }
+        return NULL;
+    }
+    Py_ssize_t m = m1 - 1;
+    const int64_t *ip = a[0].buf.buf;
+    if (ip[0] != 0 || ip[m] < 0) {
+        return done(a, 12, "internal error: indptr does not start at 0");
+    }
+    Py_ssize_t nnz = ip[m];
+    if (get(o_ind, &a[1], 0, 4, nnz, "indices") || get(o_val, &a[2], 0, 8, nnz, "data") ||
+        get(o_sq, &a[3], 0, 8, m, "sqnorm") || get(o_b, &a[4], 1, 4, 0, "better")) {
+        release(a, 12);
+        return NULL;
+    }
+    Py_ssize_t P = a[4].buf.len / 4;
+    if (get(o_w, &a[5], 1, 4, P, "worse") || get(o_cell, &a[6], 0, 8, m, "cell") || get(o_g, &a[7], 0, 8, m, "grade") ||
+        get(o_tab, &a[8], 0, 8, 1, "table") || get(o_al, &a[9], 1, 8, P, "alpha") || get(o_wt, &a[10], 1, 8, 1, "w") ||
+        get(o_st, &a[11], 1, 8, 1, "state")) {
+        release(a, 12);
+        return NULL;
+    }
+    const int32_t *ind = a[1].buf.buf;
+    const double *val = a[2].buf.buf, *sq = a[3].buf.buf, *tab = a[8].buf.buf;
+    int32_t *pb = a[4].buf.buf, *pw = a[5].buf.buf;
+    const int64_t *cell = a[6].buf.buf, *grade = a[7].buf.buf;
+    double *al = a[9].buf.buf, *w = a[10].buf.buf;
+    uint64_t *state = a[11].buf.buf;
+    Py_ssize_t n = a[10].buf.len / 8, n_tab = a[8].buf.len / 8;
+    if (!(lam > 0) || passes < 0) {
+        return done(a, 12, "internal error: lam must be positive and passes non-negative");
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (ip[k + 1] < ip[k]) {
+            return done(a, 12, "internal error: indptr decreases");
+        }
+    }
+    for (Py_ssize_t k = 0; k < nnz; k++) {
+        if (ind[k] < 0 || ind[k] >= n) {
+            return done(a, 12, "internal error: a column index out of range");
+        }
+    }
+    for (Py_ssize_t i = 0; i < P; i++) {
+        if (pb[i] < 0 || pb[i] >= m || pw[i] < 0 || pw[i] >= m || cell[pb[i]] < 0 || grade[pw[i]] < 0 ||
+            cell[pb[i]] + grade[pw[i]] >= n_tab || !(al[i] >= 0)) {
+            return done(a, 12, "internal error: a pair out of range or a negative alpha");
+        }
+    }
+    if (*state == 0) {
+        *state = 88172645463325252ULL;
+    }
+    Py_ssize_t done_passes = 0;
+    Py_BEGIN_ALLOW_THREADS
+    double two_lam = 2.0 * lam, pg_max_old = INFINITY, pg_min_old = -INFINITY;
+    int64_t active = P;
+    for (Py_ssize_t p = 0; p < passes; p++) {
+        done_passes = p + 1;
+        for (int64_t i = 0; i + 1 < active; i++) { /* Fisher-Yates over the active pairs */
+            int64_t j = i + (int64_t)(xorshift(state) % (uint64_t)(active - i));
+            swap_pair(pb, pw, al, i, j);
+        }
+        double pg_max = -INFINITY, pg_min = INFINITY;
+        for (int64_t s = 0; s < active; s++) {
+            int64_t b = pb[s], v = pw[s];
+            double c = tab[cell[b] + grade[v]];
+            double g = row_dot(ip, ind, val, b, w) - row_dot(ip, ind, val, v, w) - 1.0; /* m_i - 1 */
+            double pg = 0.0;
+            if (al[s] <= 0.0) {
+                if (g > pg_max_old) { /* shrink: at 0 and pushed down */
+                    active--;
+                    swap_pair(pb, pw, al, s, active);
+                    s--;
+                    continue;
+                }
+                if (g < 0.0) {
+                    pg = g;
+                }
+            }
+            else if (al[s] >= c) {
+                if (g < pg_min_old) { /* shrink: at c and pushed up */
+                    active--;
+                    swap_pair(pb, pw, al, s, active);
+                    s--;
+                    continue;
+                }
+                if (g > 0.0) {
+                    pg = g;
+                }
+            }
+            else {
+                pg = g;
+            }
+            if (pg > pg_max) {
+                pg_max = pg;
+            }
+            if (pg < pg_min) {
+                pg_min = pg;
+            }
+            if (pg != 0.0) {
+                double q = sq[b] + sq[v] - 2.0 * rows_dot(ip, ind, val, b, v);
+                if (!(q > 0.0)) {
+                    continue; /* two equal rows: the pair's margin is 0 whatever w */
+                }
+                double next = al[s] - g * two_lam / q;
+                next = next < 0.0 ? 0.0 : (next > c ? c : next);
+                double step = (next - al[s]) / two_lam;
+                if (step != 0.0) {
+                    al[s] = next;
+                    for (int64_t k = ip[b]; k < ip[b + 1]; k++) {
+                        w[ind[k]] += step * val[k];
+                    }
+                    for (int64_t k = ip[v]; k < ip[v + 1]; k++) {
+                        w[ind[k]] -= step * val[k];
+                    }
+                }
+            }
+        }
+        if (pg_max - pg_min <= eps) {
+            if (active == P) {
+                break;
+            }
+            active = P; /* the shrunk pairs back, for a check over all of them */
+            pg_max_old = INFINITY;
+            pg_min_old = -INFINITY;
+            continue;
+        }
+        pg_max_old = pg_max <= 0.0 ? INFINITY : pg_max;
+        pg_min_old = pg_min >= 0.0 ? -INFINITY : pg_min;
+    }
+    Py_END_ALLOW_THREADS
+    release(a, 12);
+    return PyLong_FromSsize_t(done_passes);
+}
+
+/* pair_sums(better, worse, alpha, v, V): v[d] = sum of alpha over the pairs with better = d minus the sum over those
+ * with worse = d, V[d] the sum over both (alpha >= 0), for d < len(v); one pass, no index copy (numpy's bincount
+ * widens int32 indices to a temporary the size of the pairs). */
+static PyObject *pair_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o_b, *o_w, *o_al, *o_v, *o_V;
+    Arr a[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &o_b, &o_w, &o_al, &o_v, &o_V)) {
+        return NULL;
+    }
+    memset(a, 0, sizeof(a));
+    if (get(o_b, &a[0], 0, 4, 0, "better")) {
+        release(a, 5);
+        return NULL;
+    }
+    Py_ssize_t P = a[0].buf.len / 4;
+    if (get(o_w, &a[1], 0, 4, P, "worse") || get(o_al, &a[2], 0, 8, P, "alpha") || get(o_v, &a[3], 1, 8, 0, "v")) {
+        release(a, 5);
+        return NULL;
+    }
+    Py_ssize_t m = a[3].buf.len / 8;
+    if (get(o_V, &a[4], 1, 8, m, "V")) {
+        release(a, 5);
+        return NULL;
+    }
+    const int32_t *pb = a[0].buf.buf, *pw = a[1].buf.buf;
+    const double *al = a[2].buf.buf;
+    double *v = a[3].buf.buf, *V = a[4].buf.buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t d = 0; d < m; d++) {
+        v[d] = 0.0;
+        V[d] = 0.0;
+    }
+    for (Py_ssize_t i = 0; i < P; i++) {
+        if (pb[i] < 0 || pb[i] >= m || pw[i] < 0 || pw[i] >= m) {
+            bad = 1;
+            break;
+        }
+        v[pb[i]] += al[i];
+        v[pw[i]] -= al[i];
+        V[pb[i]] += al[i];
+        V[pw[i]] += al[i];
+    }
+    Py_END_ALLOW_THREADS
+    return done(a, 5, bad ? "internal error: a pair out of range" : NULL);
+}
+
 static PyMethodDef methods[] = {
     {"bounds", bounds, METH_VARARGS, "Violation boundaries of every sorted position (two pointers per query)."},
     {"violations", violations, METH_VARARGS, "Violated weight of every sorted position, in one pass per query."},
@@ -736,6 +993,8 @@ static PyMethodDef methods[] = {
     {"band", band, METH_VARARGS, "The pairs between two boundaries of lower grade and positive weight."},
     {"pair_rows", pair_rows, METH_VARARGS, "Scaled differences of rows of X, one per pair."},
     {"smoothed_groups", smoothed_groups, METH_VARARGS, "The smoothed hinge's per-member terms of sorted groups."},
+    {"pair_cd", pair_cd, METH_VARARGS, "Passes of dual coordinate descent over explicit pairs of a CSR X."},
+    {"pair_sums", pair_sums, METH_VARARGS, "Per-document signed and absolute sums of pair weights."},
     {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},
     {NULL, NULL, 0, NULL},
 };

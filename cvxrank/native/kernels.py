@@ -18,6 +18,10 @@ module for the boundaries of its sorted groups and, for the smoothed hinge of it
 group that also forms every per-member term (``smoothed_groups``); the sums over members stay in numpy, so its
 two paths are equal bit for bit too (``tests/test_click_pairfree.py``).
 
+Dual coordinate descent over explicit pairs (:mod:`cvxrank.native.pair_cd`, ``pair_cd=True``) has no numpy
+path: a pass visits every pair one at a time, which only compiled code does at speed. Without the compiled module
+the solve goes on without it.
+
 The compiled sweeps pay where a call is cheap: on small data a numpy call's few
 dozen whole-array operations cost several times the two matrix-vector products
 it needs (``cvxrank bench native --instances floor --kernel compiled,numpy``
