@@ -54,7 +54,8 @@ class Certificate:
     kind : str
         What the proof is: ``"duality gap"`` (a feasible point ``α`` of the dual (18)-(19)),
         ``"cutting-plane bound"`` (the dual of the native solver's plane model, a lower bound on
-        ``L(w*)``), ``"duality gap (variant's dual)"``, ... ; ``"none"`` when nothing was proved.
+        ``L(w*)``), ``"pairwise dual bound"`` (the dual (18) at the pair-free coordinate descent's ``α``, not
+        stored), ``"duality gap (variant's dual)"``, ... ; ``"none"`` when nothing was proved.
     gap_L, gap_M : float
         Upper bounds on ``L(w) − L(w*)`` and ``M(w) − M(w*)`` in exact arithmetic; ``gap_L = 2λ gap_M``.
         Each carries the float64 rounding allowance of the two sums it is the difference of
@@ -142,6 +143,9 @@ class BackendReport:
         ``L(w)`` as the solver computed it without pairs (pair-free solvers).
     dual_residual : float, optional
         The stationarity residual that goes with ``lower_bound``.
+    bound_rounding : float, optional
+        The float64 rounding allowance of ``lower_bound`` on the scale of (14), when the backend bounded it from
+        what it summed (:func:`cvxrank.rounding.pair_dual_rounding`); None: :func:`cvxrank.rounding.model_rounding`.
     """
 
     solver: str
@@ -160,6 +164,7 @@ class BackendReport:
     bound_name: str = "cutting-plane bound"
     objective_L: float | None = None
     dual_residual: float | None = None
+    bound_rounding: float | None = None
     iterations: int | None = None
     setup_time: float = 0.0
     solve_time: float = 0.0
@@ -505,8 +510,11 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
         if report.dual_residual is not None:
             dual_residual = float(report.dual_residual)
     # Whether the backend's own bound proves tol once its rounding allowance is added.
-    proved = report.lower_bound is not None and (
-        max(gap_L, 0.0) + 2.0 * lam * (primal_r + model_rounding(problem, w, t)) <= tol * L)
+    own_r = None
+    if report.lower_bound is not None:
+        own_r = (float(report.bound_rounding) if report.bound_rounding is not None
+                 else model_rounding(problem, w, t))
+    proved = report.lower_bound is not None and max(gap_L, 0.0) + 2.0 * lam * (primal_r + own_r) <= tol * L
     if report.user_parts:  # the problem actually solved: the user's added terms are part of its objective
         M = M + float(report.added_objective)
         L = 2.0 * lam * M
@@ -537,7 +545,10 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
             gap_L, kind, alpha, dual_residual = 2.0 * lam * cert.gap, "duality gap", cert.alpha, cert.dual_residual
     gap_M = gap_L / (2.0 * lam)
     if math.isfinite(gap_M):
-        lower = dual_rounding(problem, alpha, affine) if alpha is not None else model_rounding(problem, w, t)
+        if alpha is not None:
+            lower = dual_rounding(problem, alpha, affine)
+        else:
+            lower = own_r if own_r is not None else model_rounding(problem, w, t)
         gap_M = (max(gap_M, 0.0) + primal_r + lower) * (1.0 + 4.0 * U)
         gap_L = 2.0 * lam * gap_M * (1.0 + 4.0 * U)
     infeasibility, scale = _violation(report.affine, w)
