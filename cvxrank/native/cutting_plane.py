@@ -128,6 +128,10 @@ class CuttingPlaneRun:
         dual_objective, relative_gap, planes, rho, oracle_calls, time (and
         delta, band in the Newton phase); built from ``history_rows`` (one dict
         each) when read, so a run imports pandas only if its history is looked at.
+    lower_rounding : float or None
+        The rounding allowance of ``lower_bound`` on the scale of (14) when the phase that found it bounded it
+        (:func:`~cvxrank.native.pair_cd.pair_cd`: an explicit dual point); None for the planes' and the Newton
+        phase's bounds (:func:`cvxrank.rounding.model_rounding` applies).
     """
 
     w: np.ndarray
@@ -142,6 +146,7 @@ class CuttingPlaneRun:
     beta: np.ndarray
     points: np.ndarray | None
     history_rows: list = field(repr=False)
+    lower_rounding: float | None = None
 
     @property
     def history(self):
@@ -186,7 +191,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
                   max_planes: int | None = None, stall_after: int = 200, keep_points: bool = False,
                   threads: int | None = 1, verbose: bool = False, newton_gap: float | None = 0.1,
-                  hessian_free: bool = False) -> CuttingPlaneRun:
+                  hessian_free: bool = False, pair_cd: bool = False) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -242,6 +247,14 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         (:func:`~cvxrank.native.band_operator.hessian_free_bytes`) fits the budget. Off by default: on the sparse
         20,000-feature instance of ``cvxrank bench native --instances shapes`` it was slower than the planes
         alone (docs/native.md, "Measurements (2026-11-26): Hessian-free Newton").
+    pair_cd : bool, default False
+        After the first plane, dual coordinate descent over the pairs with exact finishes on the margin
+        (:func:`~cvxrank.native.pair_cd.pair_cd`) instead of the Newton phase: for a sparse ``X`` with many features,
+        where the data are often separable and the margin degenerate (the sparse 20,000-feature shape of
+        ``cvxrank bench native --instances shapes``). Needs a local oracle with the papers' margin of 1, a CSR ``X``,
+        the compiled sweeps and 64 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`);
+        otherwise the solve goes on as without it. It counts a pass over the pairs as an oracle call for
+        ``max_iter``.
 
     Returns
     -------
@@ -265,13 +278,14 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     # aim below tol: the door adds a rounding allowance to the certified gap (cvxrank.rounding), so a run that
     # stopped just under tol could be judged above it (heavy ties, lambda 0.05: 9.997e-7 + 7.6e-10 relative)
     target = max(min(tol * (1.0 - TOL_ROOM), tol - ROUNDING_ROOM), 0.5 * tol, floor)
-    if not isinstance(hessian_free, (bool, np.bool_)):
-        raise ValidationError(f"hessian_free must be True or False, got {hessian_free!r}")
+    for name, value in (("hessian_free", hessian_free), ("pair_cd", pair_cd)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValidationError(f"{name} must be True or False, got {value!r}")
     with blas_threads(threads):
         newton = (newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle, hessian_free)
                   else None)
         return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
-                    stall_after, keep_points, verbose, newton, max_planes)
+                    stall_after, keep_points, verbose, newton, max_planes, bool(pair_cd) and _pair_cd_fits(oracle))
 
 
 #: Most features for the Newton phase: each of its steps solves a dense ``n x n`` system and forms
@@ -307,6 +321,20 @@ def _newton_fits(oracle, hessian_free: bool = False) -> bool:
     return fits_memory(hessian_free_bytes(oracle.n_documents, n, oracle._G, nnz))
 
 
+def _pair_cd_fits(oracle) -> bool:
+    """Whether :func:`~cvxrank.native.pair_cd.pair_cd` runs here: a local oracle with the papers' margin of 1, a
+    CSR ``X``, the compiled sweeps and its memory in the budget."""
+    import scipy.sparse as sp
+
+    from cvxrank._memory import fits_memory
+    from cvxrank.native.pair_cd import pair_cd_bytes
+
+    if not (getattr(oracle, "newton_phase", False) and getattr(oracle, "_compiled", False) and hasattr(oracle, "X")
+            and sp.issparse(oracle.X)):
+        return False
+    return fits_memory(pair_cd_bytes(oracle.n_pairs, oracle.n_documents, oracle.X.nnz))
+
+
 def _plane_limit(max_planes, keep_points):
     """``max_planes`` checked (see :func:`cutting_plane`)."""
     if max_planes is None:
@@ -321,13 +349,15 @@ def _plane_limit(max_planes, keep_points):
 
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
-         keep_points, verbose, newton_gap=None, max_planes=None) -> CuttingPlaneRun:
+         keep_points, verbose, newton_gap=None, max_planes=None, use_pair_cd=False) -> CuttingPlaneRun:
     start = time.perf_counter()
     calls, newton_done, w_lower = 1, newton_gap is None, None
     n = w.shape[0]
-    bundle = Bundle(n, lam, keep_points=keep_points, max_planes=max_planes)
+    # with pair_cd the planes are a fallback: room for a few (each n floats), doubled when needed
+    bundle = Bundle(n, lam, keep_points=keep_points, max_planes=max_planes, capacity=4 if use_pair_cd else 64)
     best_F, best_w = np.inf, w
     lower, lower_beta, lower_u, lower_points = 0.0, np.array([1.0]), np.zeros(n), None
+    lower_rounding = None  # the bound's own rounding allowance, when a phase computed one (pair_cd)
     history = []
     status, it = "user_limit", 0
     stall_gap, stall_count = np.inf, 0
@@ -346,7 +376,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         D, u = bundle.dual()
         if D > lower:
             T = bundle.size
-            lower, lower_beta, lower_u, w_lower = D, bundle.beta[:T].copy(), u, None
+            lower, lower_beta, lower_u, w_lower, lower_rounding = D, bundle.beta[:T].copy(), u, None, None
             lower_points = bundle.points[:T].copy() if keep_points else None
         gap = best_F - lower
         rel = gap / best_F
@@ -355,13 +385,22 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                         "planes": bundle.size - 1, "rho": rho, "oracle_calls": calls, "time": elapsed})
         # Hessian-free (many features): only from newton_gap on; from the planes' first null step (relative gap
         # near 1 on the sparse 20,000-feature instance) its damped steps made little progress
-        if not newton_done and (rel <= newton_gap or (null_step and n <= NEWTON_MAX_FEATURES)) and rel > target:
+        phase = None
+        if use_pair_cd and rel > target:  # the pairs' dual from the first plane on (sparse data, many features)
+            from cvxrank.native.pair_cd import pair_cd
+
+            use_pair_cd, newton_done = False, True
+            phase = pair_cd(oracle, lam, upper=best_F, lower=lower, target=target, max_calls=max_iter - calls,
+                            deadline=time_limit, verbose=verbose, start=start)
+        elif not newton_done and (rel <= newton_gap or (null_step and n <= NEWTON_MAX_FEATURES)) and rel > target:
             from cvxrank.native.newton import smoothed_newton
 
             newton_done = True
-            w_n, F_n, lower_n, w_l, evals, rows = smoothed_newton(
+            phase = smoothed_newton(
                 oracle, lam, best_w, upper=best_F, lower=lower, tol=tol, target=target, max_calls=max_iter - calls,
                 deadline=time_limit, verbose=verbose, start=start, hessian_free=n > NEWTON_MAX_FEATURES)
+        if phase is not None:
+            w_n, F_n, lower_n, w_l, evals, rows = phase[:6]
             for row in rows:
                 calls_row = calls + row["evaluations"]
                 history.append({"iteration": it, "objective": row["objective"], "dual_objective": row["dual_objective"],
@@ -373,6 +412,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                 best_F, best_w = F_n, w_n
             if lower_n > lower:
                 lower, w_lower = lower_n, w_l
+                lower_rounding = phase[6] if len(phase) > 6 else None
             gap = best_F - lower
             rel = gap / best_F
             elapsed = time.perf_counter() - start
@@ -402,6 +442,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         w=np.array(best_w, dtype=np.float64), objective=float(best_F), lower_bound=float(lower), status=status,
         iterations=it, oracle_calls=calls, solve_time=time.perf_counter() - start, floor=floor,
         w_model=-lower_u / (2.0 * lam) if w_lower is None else w_lower, beta=lower_beta, points=lower_points, history_rows=history,
+        lower_rounding=lower_rounding,
     )
 
 
@@ -547,6 +588,8 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         report = BackendReport(
             solver="cutting_plane", version=__version__, formulation="pairfree", scale="L", status=backend,
             alphas=tuple(alphas), lower_bound=run.lower_bound, objective_L=run.objective,
+            bound_rounding=run.lower_rounding,
+            bound_name="cutting-plane bound" if run.lower_rounding is None else "pairwise dual bound",
             dual_residual=float(resid), iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
             extras={"oracle_calls": run.oracle_calls, "pairfree_relative_gap": run.relative_gap,
                     "certifiable_gap": run.floor, "solver_status": run.status, "n_pairs": oracle.n_pairs,
