@@ -132,14 +132,15 @@ def test_bench_native_shapes_reports_the_bar_and_the_peak_over_x(tmp_path, capsy
 
 
 def test_bench_native_shapes_records_pair_cd(tmp_path, capsys):
-    """--shapes-pair-cd solves with pair_cd=True and says so in every row (a dense shape: the solve goes on as
+    """--shapes-pair-cd on solves with pair_cd=True and says so in every row (a dense shape: the solve goes on as
     without it, certified all the same)."""
     out = tmp_path / "shapes.json"
     argv = ["bench", "native", "--instances", "shapes", "--shapes", "ties", "--shapes-lams", "500",
-            "--shapes-repeat", "1", "--shapes-pair-cd", "--json", str(out)]
+            "--shapes-repeat", "1", "--shapes-pair-cd", "on", "--json", str(out)]
     assert main(argv) == 0
     rows = [r for r in json.loads(out.read_text())["rows"] if r.get("instance") == "shapes" and "lam" in r]
-    assert rows and all(r["pair_cd"] is True and r["status"] == "optimal" for r in rows)
+    assert rows and all(r["pair_cd"] == "on" and r["status"] == "optimal" for r in rows)
+    assert all(r["bound"] == "cutting-plane bound" for r in rows)
 
 
 @pytest.mark.slow

@@ -105,7 +105,7 @@ def test_without_a_sparse_x_or_the_compiled_sweeps_the_solve_goes_on_as_before()
                              (RankingProblem(data, lam=0.5), {"oracle_kernel": "numpy"})]:
         res = solve(problem, "cutting_plane", tol=1e-8, pair_cd=True, **options)
         assert res.status == "optimal" and res.certificate.kind == "cutting-plane bound"
-    with pytest.raises(ValidationError, match="pair_cd must be True or False"):
+    with pytest.raises(ValidationError, match="pair_cd must be True, False or None"):
         solve(RankingProblem(data, lam=0.5), "cutting_plane", pair_cd="yes")
 
 
@@ -152,3 +152,18 @@ def test_float32_features_are_read_as_they_are():
     res = solve(RankingProblem(data32, mu="balanced", lam=0.5), "cutting_plane", tol=1e-8, pair_cd=True)
     assert res.status == "optimal" and res.certificate.kind == "pairwise dual bound"
     assert_agree(res, ref)
+
+
+@compiled
+def test_on_by_default_for_sparse_data_with_more_features_than_documents():
+    """None (the default) runs it above NEWTON_MAX_FEATURES features with at least one feature per document, and
+    not with hessian_free or fewer features than documents."""
+    wide = make_ranking(n_queries=4, docs_per_query=(6, 10), n_features=2500, density=0.01, random_state=0)
+    wide = RankingData(sp.csr_matrix(wide.X), y=wide.y, qid=wide.qid)
+    res = solve(RankingProblem(wide, lam=0.5), "cutting_plane", tol=1e-8)
+    assert res.status == "optimal" and res.certificate.kind == "pairwise dual bound"
+    assert_agree(res, _clarabel(wide, 0.5))
+    off = solve(RankingProblem(wide, lam=0.5), "cutting_plane", tol=1e-8, hessian_free=True)
+    assert off.certificate.kind == "cutting-plane bound"
+    narrow = _narrow(0)
+    assert solve(RankingProblem(narrow, lam=0.5), "cutting_plane", tol=1e-8).certificate.kind == "cutting-plane bound"

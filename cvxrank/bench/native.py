@@ -163,9 +163,10 @@ def add_arguments(parser) -> None:
                              "stores (CSR: data, indices, indptr) is the 'peak/X' column")
     parser.add_argument("--shapes-max-planes", type=int, default=None, metavar="N",
                         help="shapes: the cutting planes' max_planes (aggregation beyond N planes; default no limit)")
-    parser.add_argument("--shapes-pair-cd", action="store_true",
-                        help="shapes: solve with pair_cd=True (dual coordinate descent over the pairs with exact "
-                             "finishes, for a sparse X)")
+    parser.add_argument("--shapes-pair-cd", choices=("auto", "on", "off"), default="auto",
+                        help="shapes: the cutting planes' pair_cd (dual coordinate descent over the pairs with an exact "
+                             "finish): auto (default: a CSR X with more than 2,000 features and at least one per "
+                             "document), on (any CSR X) or off")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -1049,8 +1050,9 @@ def _shapes(args, tau, mu):
         for lam in lams:
             problem = RankingProblem(data, tau=tau, mu=mu, lam=lam)
             times, own, res = [], [], None
+            pair_cd = {"auto": None, "on": True, "off": False}[args.shapes_pair_cd]
             options = {"tol": args.tol, "time_limit": args.shapes_time_limit, "max_planes": args.shapes_max_planes,
-                       "pair_cd": args.shapes_pair_cd}
+                       "pair_cd": pair_cd}
             for _ in range(args.shapes_repeat):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -1071,7 +1073,8 @@ def _shapes(args, tau, mu):
                    "seconds_each": times, "oracle_calls": int(res.extras["oracle_calls"]), "eval_seconds": one,
                    "floor_passes": t / one, "fixed_seconds": fixed, "relative_gap": float(res.relative_gap),
                    "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs),
-                   "peak_over_x": peak, "max_planes": args.shapes_max_planes, "pair_cd": args.shapes_pair_cd}
+                   "peak_over_x": peak, "max_planes": args.shapes_max_planes, "pair_cd": args.shapes_pair_cd,
+                   "bound": res.certificate.kind}
             if note is None and (mu is None or mu == "none"):
                 with tempfile.TemporaryDirectory() as tmp:
                     row["svmrank_seconds"] = _run_svmrank(data, lam, 1e-3, tmp)

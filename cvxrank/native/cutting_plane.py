@@ -191,7 +191,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
                   max_planes: int | None = None, stall_after: int = 200, keep_points: bool = False,
                   threads: int | None = 1, verbose: bool = False, newton_gap: float | None = 0.1,
-                  hessian_free: bool = False, pair_cd: bool = False) -> CuttingPlaneRun:
+                  hessian_free: bool = False, pair_cd: bool | None = None) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -247,14 +247,15 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         (:func:`~cvxrank.native.band_operator.hessian_free_bytes`) fits the budget. Off by default: on the sparse
         20,000-feature instance of ``cvxrank bench native --instances shapes`` it was slower than the planes
         alone (docs/native.md, "Measurements (2026-11-26): Hessian-free Newton").
-    pair_cd : bool, default False
+    pair_cd : bool or None, default None
         After the first plane, dual coordinate descent over the pairs with exact finishes on the margin
-        (:func:`~cvxrank.native.pair_cd.pair_cd`) instead of the Newton phase: for a sparse ``X`` with many features,
-        where the data are often separable and the margin degenerate (the sparse 20,000-feature shape of
-        ``cvxrank bench native --instances shapes``). Needs a local oracle with the papers' margin of 1, a CSR ``X``,
-        the compiled sweeps and 64 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`);
-        otherwise the solve goes on as without it. It counts a pass over the pairs as an oracle call for
-        ``max_iter``.
+        (:func:`~cvxrank.native.pair_cd.pair_cd`) instead of the Newton phase: for a sparse ``X`` with at least as
+        many features as documents, where the data are separable and the margin degenerate (the sparse 20,000-feature
+        shape of ``cvxrank bench native --instances shapes``). None: on for a CSR ``X`` with more than
+        :data:`NEWTON_MAX_FEATURES` features and at least as many features as documents (unless ``hessian_free``);
+        True: on for any CSR ``X``; False: off. It needs a local oracle with the papers' margin of 1, the compiled
+        sweeps and 64 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the
+        solve goes on without it. A pass over the pairs counts as an oracle call for ``max_iter``.
 
     Returns
     -------
@@ -278,9 +279,13 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     # aim below tol: the door adds a rounding allowance to the certified gap (cvxrank.rounding), so a run that
     # stopped just under tol could be judged above it (heavy ties, lambda 0.05: 9.997e-7 + 7.6e-10 relative)
     target = max(min(tol * (1.0 - TOL_ROOM), tol - ROUNDING_ROOM), 0.5 * tol, floor)
-    for name, value in (("hessian_free", hessian_free), ("pair_cd", pair_cd)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValidationError(f"{name} must be True or False, got {value!r}")
+    if not isinstance(hessian_free, (bool, np.bool_)):
+        raise ValidationError(f"hessian_free must be True or False, got {hessian_free!r}")
+    if pair_cd is not None and not isinstance(pair_cd, (bool, np.bool_)):
+        raise ValidationError(f"pair_cd must be True, False or None (automatic), got {pair_cd!r}")
+    if pair_cd is None:  # automatic: sparse data with many features, at least one per document (separable)
+        n, m = oracle.n_features, oracle.n_documents
+        pair_cd = not hessian_free and n > NEWTON_MAX_FEATURES and n >= m
     with blas_threads(threads):
         newton = (newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle, hessian_free)
                   else None)
