@@ -167,3 +167,13 @@ def test_on_by_default_for_sparse_data_with_more_features_than_documents():
     assert off.certificate.kind == "cutting-plane bound"
     narrow = _narrow(0)
     assert solve(RankingProblem(narrow, lam=0.5), "cutting_plane", tol=1e-8).certificate.kind == "cutting-plane bound"
+
+
+@compiled
+def test_over_the_memory_budget_the_planes_go_on(monkeypatch):
+    """The pairs would not fit (their bytes made larger than any budget): the planes certify instead."""
+    import cvxrank.native.pair_cd as module
+
+    monkeypatch.setattr(module, "pair_cd_bytes", lambda *args: 1 << 62)
+    res = solve(RankingProblem(_wide(5), lam=0.5), "cutting_plane", tol=1e-8, pair_cd=True)
+    assert res.status == "optimal" and res.certificate.kind == "cutting-plane bound"

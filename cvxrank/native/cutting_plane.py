@@ -328,14 +328,16 @@ def _newton_fits(oracle, hessian_free: bool = False) -> bool:
 
 def _pair_cd_fits(oracle) -> bool:
     """Whether :func:`~cvxrank.native.pair_cd.pair_cd` runs here: a local oracle with the papers' margin of 1, a
-    CSR ``X``, the compiled sweeps and its memory in the budget."""
+    CSR ``X``, the compiled sweeps, fewer than 2^31 pairs and documents (int32 indices) and its memory in the
+    budget."""
     import scipy.sparse as sp
 
     from cvxrank._memory import fits_memory
     from cvxrank.native.pair_cd import pair_cd_bytes
 
-    if not (getattr(oracle, "newton_phase", False) and getattr(oracle, "_compiled", False) and hasattr(oracle, "X")
-            and sp.issparse(oracle.X)):
+    if not (isinstance(oracle, PairFreeOracle) and oracle.newton_phase and oracle._compiled and sp.issparse(oracle.X)):
+        return False
+    if max(oracle.n_pairs, oracle.n_documents) >= np.iinfo(np.int32).max:  # its pairs are int32 document indices
         return False
     return fits_memory(pair_cd_bytes(oracle.n_pairs, oracle.n_documents, oracle.X.nnz))
 
