@@ -87,9 +87,8 @@ def feature_map(X, query_codes) -> FeatureMap | None:
     """The :class:`FeatureMap` of a dense ``X`` (``m x n``) with queries ``query_codes`` (``m``), or None when
     every column carries pair information of its own, ``X`` is sparse or has more than :data:`MAX_ENTRIES`.
 
-    A column is dropped when its least and largest values agree in every query (constant within every query:
-    ``d_ij = 0`` for every pair, exactly); equal live columns
-    (every entry equal) form one group. One comparison of consecutive documents, one product
+    A column is dropped when it is constant within every query (``d_ij = 0`` for every pair, exactly); equal live
+    columns (every entry equal) form one group. One comparison of consecutive documents of a query, one product
     with ``X`` and a comparison of the columns whose products are within rounding of each other.
 
     Examples
