@@ -58,7 +58,8 @@ def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int) -> int:
 
 def all_pairs(oracle):
     """Every pair ``(better, worse)`` of one query and different grades with a positive weight, as two int32
-    arrays, grouped by query (16 bytes a pair at the peak of their making)."""
+    arrays, grouped by query (16 bytes a pair at the peak of their making; :func:`cvxrank.pairs.make_pairs` holds
+    40 bytes a pair: int64 documents, their query and their grade pair)."""
     qc, gc = oracle._qc, np.asarray(oracle._gc, dtype=np.int64)
     G = oracle._G
     m = qc.shape[0]
