@@ -36,7 +36,6 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from cvxrank.native.band_operator import pcg
 from cvxrank.native.kernels import sweep
 from cvxrank.rounding import pair_dual_rounding
 
@@ -213,9 +212,11 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
 
 
 def _finish(oracle, w, better, worse):
-    """``w + D_Fᵀ y`` with ``D_F D_Fᵀ y = 1 - D_F w`` (the pairs ``F`` given by their documents, int32) by conjugate
-    gradients from ``y = 0``, at most :data:`FINISH_ITERATIONS` iterations, to a residual of ``1e-10`` times the
-    first: the point nearest ``w`` with every pair of ``F`` exactly on the margin (the least-norm correction)."""
+    """``w + x`` with ``x`` the least-norm solution of ``D_F x = 1 - D_F w`` (the pairs ``F`` given by their
+    documents, int32; ``x = D_Fᵀ y`` with ``D_F D_Fᵀ y = 1 - D_F w``), by CGLS from ``x = 0`` (Hestenes-Stiefel's
+    conjugate gradients on the least-squares problem: its iterates stay in the span of ``D_Fᵀ``), at most
+    :data:`FINISH_ITERATIONS` iterations, to a residual of ``1e-10`` times the first: the point nearest ``w`` with
+    every pair of ``F`` exactly on the margin."""
     m = oracle.n_documents
 
     def rows_times(z):  # D_F z
@@ -230,5 +231,26 @@ def _finish(oracle, w, better, worse):
         sweep().pair_sums(better, worse, y, sums, unused)
         return oracle.gradient(sums)
 
-    y, _ = pcg(lambda p: rows_times(rows_transposed(p)), 1.0 - rows_times(w), 1.0, 1e-10, FINISH_ITERATIONS)
-    return w + rows_transposed(y)
+    # CGLS on min ||D_F x - r|| from x = 0: the least-norm x, with two vectors the length of F (conjugate gradients
+    # on D_F D_Fᵀ y = r would hold five)
+    r = 1.0 - rows_times(w)
+    stop = 1e-20 * float(r @ r)
+    x = np.zeros_like(w)
+    s = rows_transposed(r)
+    p = s.copy()
+    gamma = float(s @ s)
+    for _ in range(FINISH_ITERATIONS):
+        q = rows_times(p)
+        delta = float(q @ q)
+        if not (delta > 0 and float(r @ r) > stop):
+            break
+        a = gamma / delta
+        x += a * p
+        r -= a * q
+        del q
+        s = rows_transposed(r)
+        gamma_next = float(s @ s)
+        p *= gamma_next / gamma
+        p += s
+        gamma = gamma_next
+    return w + x
