@@ -254,7 +254,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         shape of ``cvxrank bench native --instances shapes``). None: on for a CSR ``X`` with more than
         :data:`NEWTON_MAX_FEATURES` features and at least as many features as documents (unless ``hessian_free``);
         True: on for any CSR ``X``; False: off. It needs a local oracle with the papers' margin of 1, the compiled
-        sweeps and 64 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the
+        sweeps and 56 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the
         solve goes on without it. A pass over the pairs counts as an oracle call for ``max_iter``.
 
     Returns

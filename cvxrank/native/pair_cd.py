@@ -21,12 +21,14 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
 
    .. math:: w' = w(\\alpha) + D_F^\\top y, \\qquad D_F D_F^\\top y = 1 - D_F\\, w(\\alpha),
 
-   by conjugate gradients on ``y`` (products with ``X`` and per-document sums: no pair row is formed). When the sets
+   the least-norm solution of ``D_F x = 1 - D_F w(α)``, by CGLS from ``x = 0`` (products with ``X`` and
+   per-document sums: no pair row is formed). When the sets
    are those of the optimum, ``w' = w*``: ``w* - w(α) = D_Fᵀ(α* - α)/(2λ)`` lies in the span of the rows of ``D_F``.
    ``F(w')`` is exact (the pair-free oracle), an upper bound whatever the sets.
 
-Memory beyond ``X``: 16 bytes a pair (two int32 documents and ``α``), the pairs of the finish (8 bytes each) and its
-vectors (32 bytes per pair on the margin): :func:`pair_cd_bytes`.
+Memory beyond ``X``: 16 bytes a pair (two int32 documents and ``α``); in a finish, per pair on the margin its
+documents (8 bytes), its index while the set is formed (8) and two CGLS vectors and a temporary (24):
+:func:`pair_cd_bytes`.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ FINISH_ITERATIONS = 500
 
 def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int) -> int:
     """Peak bytes of :func:`pair_cd` beyond ``X``: per pair its documents and ``α`` (16) and, in a finish, a copy of
-    the documents of the pairs on the margin (8) and five vectors of conjugate gradients (40), both counted for every
-    pair; per document the cost cells and sums (40); a float64 copy of a float32 ``X`` (8 per stored entry)."""
-    return int(64 * n_pairs + 40 * n_documents + 8 * nnz)
+    the documents of the pairs on the margin, their index while the set is formed and two CGLS vectors and a
+    temporary (40), counted for every pair; per document the cost cells and sums (40); a float64 copy of a float32
+    ``X`` (8 per stored entry)."""
+    return int(56 * n_pairs + 40 * n_documents + 8 * nnz)
 
 
 def all_pairs(oracle):
