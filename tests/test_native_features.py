@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from cvxrank.data import RankingData
+from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.datasets import make_ranking
 from cvxrank.native.features import feature_map
 from cvxrank.pairs import make_pairs
@@ -82,9 +83,9 @@ def test_warm_start_and_explicit_pairs_map_back():
     cold = solve(RankingProblem(data, lam=0.4), "cutting_plane", tol=1e-8)
     assert warm.status == cold.status == "optimal"
     assert np.linalg.norm(warm.w - cold.w) <= warm.distance_bound + cold.distance_bound
-    with pytest.raises(Exception, match="warm_start_w must be 10 finite numbers"):
+    with pytest.raises(ValidationError, match="warm_start_w must be 10 finite numbers"):
         solve(RankingProblem(data, lam=0.4), "cutting_plane", warm_start_w=np.ones(5))
-    with pytest.warns(Warning):
+    with pytest.warns(InaccurateSolutionWarning):
         short = solve(RankingProblem(make_pairs(data), lam=0.5), "cutting_plane", tol=1e-12, max_iter=3)
     assert short.w.shape == (10,) and short.status != "optimal"
     assert short.lower_bound <= first.objective * (1 + 1e-9)  # whichever bound it kept, below the optimum

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from cvxrank.costs import pair_weights, theorem1_C
 from cvxrank.data import RankingData
 from cvxrank.datasets import make_ranking
-from cvxrank.exceptions import ValidationError
+from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.formulations import build_primal
 from cvxrank.native import PairFreeOracle, cost_table
 from cvxrank.native.kernels import COMPILED
@@ -91,7 +91,7 @@ def test_separable_optimum_is_the_same_w_for_every_small_lambda():
 def test_work_limit_counts_passes_and_keeps_a_valid_bound():
     data = _narrow(1)
     ref = _clarabel(data, 0.5)
-    with pytest.warns(Warning):
+    with pytest.warns(InaccurateSolutionWarning):
         res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-12, pair_cd=True,
                     max_iter=12)
     assert res.status == "user_limit" and res.extras["oracle_calls"] <= 12
