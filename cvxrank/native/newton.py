@@ -474,15 +474,13 @@ POLISH_STEPS = 10
 #: (:func:`_margin_set`), one pass each, while the point still gains.
 JUMP_CHAIN = 4
 
-#: Width of the chain's one wider set (:func:`smoothed_newton`): when a finish over the ``n`` pairs nearest the margin
-#: stops gaining, the next takes the :data:`JUMP_FEATURES` ``n`` nearest within this much of it (at least the width
-#: in force). The graded documents of ``cvxrank bench clicks``' hard instance (10,000 documents, 100 features) needed
-#: it: 682 calls and ``optimal_inaccurate`` without, 265 calls and 0.19 s certified with; the real sample at
-#: λ = 0.05 (μ balanced) took 79 calls instead of 62.
+#: Width of the chain's sets (:func:`smoothed_newton`): after the first jump (on the band), each next one takes the
+#: :data:`JUMP_FEATURES` ``n`` pairs nearest the margin within this much of it, on both sides (at least the width in
+#: force). The graded documents of ``cvxrank bench clicks``' hard instance (10,000 documents, 100 features) needed
+#: the wider set: 682 calls and ``optimal_inaccurate`` with only the width in force. Until 2026-11-26 the chain
+#: first took the ``n`` nearest within the width in force and this wider set only when that stopped gaining; on the
+#: real sample (μ balanced) the narrower set never gained and cost a pass and a box QP (``docs/native.md``).
 WIDE_WIDTH = 0.02
-
-#: Pairs per feature a later finish of the chain keeps (:func:`_margin_set`), nearest the margin first.
-CHAIN_FEATURES = 1.0
 
 #: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
 #: many as the features, so a wider band is not yet that set (and its box QP costs ``k³``).
@@ -584,7 +582,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 found = _jump(lam, ev)
                 jumped = ev["k"]
                 local = hasattr(oracle, "_order")  # the chain lists the pairs near the margin itself
-                limit, widened = int(CHAIN_FEATURES * w.shape[0]), False
+                limit, width, retried = int(JUMP_FEATURES * w.shape[0]), max(delta, WIDE_WIDTH), False
                 for link in range(JUMP_CHAIN):
                     if found is None:
                         break
@@ -592,7 +590,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     if L_j > lower:
                         lower, w_lower = L_j, u_j / (2.0 * lam)
                     if local and link + 1 < JUMP_CHAIN:  # F(w_j) and the next link's sets in one pass
-                        F_j, sets = _margin_set(oracle, lam, w_j, delta, limit)
+                        F_j, sets = _margin_set(oracle, lam, w_j, width, limit)
                     else:
                         F_j, sets = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss, None
                     calls += 1
@@ -609,13 +607,12 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     if rel <= target or calls >= max_calls or sets is None:
                         break
                     if not gain > 0.1 * (F_best - lower):  # the sets have stopped changing the point
-                        if widened or link + 2 >= JUMP_CHAIN:
+                        if retried or link + 2 >= JUMP_CHAIN:
                             break
-                        # once: more pairs, from further off the margin, at the best point (one more pass)
-                        widened = True
-                        wide = int(JUMP_FEATURES * w.shape[0])
-                        _, sets = _margin_set(oracle, lam, w_best, max(delta, WIDE_WIDTH), wide)
-                        calls += 1
+                        retried = True
+                        if w_best is not w_j:  # once: the sets at the best point instead (one more pass)
+                            _, sets = _margin_set(oracle, lam, w_best, width, limit)
+                            calls += 1
                     found = _band_dual(lam, *sets) if sets[1].shape[0] else None
                 if rel <= target or calls >= max_calls:
                     break
