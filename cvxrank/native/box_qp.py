@@ -102,7 +102,8 @@ def _interior_point(Q, c, u, *, tol: float, max_iter: int):
     tau = 0.1 * scale
     zl = np.maximum(g, 0.0) + tau  # multipliers of x ≥ 0 and of u - x ≥ 0: Q x + c = z_l - z_u at the optimum
     zu = np.maximum(-g, 0.0) + tau
-    diagonal = np.diag_indices(k)
+    M = np.empty_like(Q)  # the system's matrix, factored in place: symmetric, so its transpose is Fortran-ordered
+    diagonal = M.reshape(-1)[:: k + 1]
     it = 0
     for it in range(1, max_iter + 1):
         r = g - zl + zu
@@ -110,24 +111,20 @@ def _interior_point(Q, c, u, *, tol: float, max_iter: int):
         f = float(x @ (0.5 * (g - c) + c))
         if gap <= tol * max(1.0, abs(f)) and float(np.abs(r).max()) <= tol * scale:
             return x, it - 1
-        M = Q.copy()
-        M[diagonal] += zl / x + zu / s
-        try:
-            factor = sla.cho_factor(M, lower=True, check_finite=False)
-        except (np.linalg.LinAlgError, sla.LinAlgError):
+        np.copyto(M, Q)
+        diagonal += zl / x + zu / s
+        factor, info = sla.lapack.dpotrf(M.T, lower=1, overwrite_a=1, clean=0)  # LAPACK directly: no copies
+        if info != 0:  # not positive definite to rounding (the end of the path)
             return x, it - 1
 
         def direction(target_l, target_u):
-            dx = sla.cho_solve(factor, -r + (target_l - x * zl) / x - (target_u - s * zu) / s, check_finite=False)
+            dx = sla.lapack.dpotrs(factor, -r + (target_l - x * zl) / x - (target_u - s * zu) / s, lower=1)[0]
             return dx, (target_l - x * zl - zl * dx) / x, (target_u - s * zu + zu * dx) / s
 
         def longest(dx, dzl, dzu):  # the largest step in [0, 1] keeping x, u - x, z_l, z_u nonnegative
-            step = 1.0
-            for v, dv in ((x, dx), (s, -dx), (zl, dzl), (zu, dzu)):
-                down = dv < 0
-                if down.any():
-                    step = min(step, float(np.min(-v[down] / dv[down])))
-            return step
+            v, dv = np.concatenate((x, s, zl, zu)), np.concatenate((dx, -dx, dzl, dzu))
+            down = dv < 0
+            return min(1.0, float(np.min(-v[down] / dv[down]))) if down.any() else 1.0
 
         zero = np.zeros(k)
         dx, dzl, dzu = direction(zero, zero)  # predictor: the affine-scaling direction
