@@ -265,7 +265,7 @@ def _rows(oracle, ib, iw, root, reuse=True):
     return oracle._pair_rows(ib, iw, root, reuse=reuse)
 
 
-def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gram=None):
+def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gram=None, trial=False):
     """Exact ``F(w)``, the smoothed ``F_δ(w)``, its gradient, the band (a :class:`_Band`) and the dual bound ``L(α)``.
 
     One sort and two boundary searches: at ``s`` (``m_i < 1``) and at ``s / (1 - δ)`` (``m_i < 1 - δ``,
@@ -275,6 +275,10 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gra
     ``fit=False`` skips them where the band is expected to fit, as after a shrink). The bound comes as
     ``L = (L(α), Σ_i α_i d_i, Σ_{i∈B} α_i d_i)``: the last, the band's part, gives the path's tangent.
     Also returned: ``W_V``, ``g_V = Σ_V c_i d_i`` and the band's weights ``c`` (the jump of :func:`_jump`).
+
+    ``trial=True`` (a trial point of the line search, local dense or sparse rows): only ``F``, ``F_δ`` and ``δ``,
+    and what :func:`_complete` needs to make the whole evaluation if the trial is accepted (no band rows, no
+    ``Xᵀ`` product, no bound: a rejected trial costs the sort and the sweep).
 
     ``hessian_free=True`` (many features): no band rows; the band's sums come pair by pair in chunks and its
     Hessian as products (:class:`~cvxrank.native.band_operator.BandOperator`), ``c`` and ``α`` are not kept.
@@ -303,25 +307,32 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gra
     if hessian_free:
         return _point_hessian_free(oracle, lam, w, s, order, delta, W_V, v, vs, p_out, p_in)
     ib, iw, c = band_pairs(oracle, order, p_out, p_in)
-    root = np.sqrt(c / delta)
-    Ds = _rows(oracle, ib, iw, root)  # rows sqrt(c_i / δ) d_i, float64: H = 2λI + Dsᵀ Ds
-    m = s[ib] - s[iw]
-    one_minus = 1.0 - m  # > 0: every band pair has m < 1
+    one_minus = 1.0 - (s[ib] - s[iw])  # > 0: every band pair has a margin below 1
     ww = lam * float(w @ w)
     F = ww + max(W_V + vs + float(c @ one_minus), 0.0)
+    F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + float(c @ one_minus ** 2) / (2.0 * delta)
+    ev = {"F": F, "Fd": F_delta, "delta": delta, "k": c.shape[0], "W_V": W_V, "c": c,
+          "_rest": (ib, iw, v, one_minus, gram)}
+    return ev if trial else _complete(oracle, lam, w, ev)
+
+
+def _complete(oracle, lam, w, ev):
+    """The rest of :func:`_point`'s evaluation from a trial's (``ev``, in place): the band's rows, the sums
+    ``g_V`` and ``u_B``, the bound, the gradient and the smoothed problem's gap."""
+    ib, iw, v, one_minus, gram = ev.pop("_rest")
+    delta, c, W_V = ev["delta"], ev["c"], ev["W_V"]
+    root = np.sqrt(c / delta)
+    Ds = _rows(oracle, ib, iw, root)  # rows sqrt(c_i / δ) d_i, float64: H = 2λI + Dsᵀ Ds
     alpha = np.clip(c * one_minus / delta, 0.0, c)
     u_B = Ds.T @ (alpha / root)  # Σ_B α_i d_i
     g_V = -oracle.gradient(v)  # Σ_V c_i d_i
     u = g_V + u_B  # Σ α_i d_i
     lower = W_V + float(alpha.sum()) - float(u @ u) / (4.0 * lam)
-    F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + float(c @ one_minus ** 2) / (2.0 * delta)
-    grad = 2.0 * lam * w - u
     # duality gap of the smoothed problem: its dual is L(α) - (δ/2) Σ α_i² / c_i
-    smooth_gap = F_delta - lower + 0.5 * delta * (W_V + float(alpha @ (alpha / c)) if c.size else W_V)
+    smooth_gap = ev["Fd"] - lower + 0.5 * delta * (W_V + float(alpha @ (alpha / c)) if c.size else W_V)
     band = _Band(lam, w.shape[0], Ds, None if gram is None else (gram, ib, iw, c, delta))
-    return {"F": F, "Fd": F_delta, "grad": grad, "band": band, "L": (lower, u, u_B),
-            "k": c.shape[0], "sg": smooth_gap, "delta": delta, "W_V": W_V, "g_V": g_V, "c": c, "root": root,
-            "alpha": alpha}
+    ev.update(grad=2.0 * lam * w - u, band=band, L=(lower, u, u_B), sg=smooth_gap, g_V=g_V, root=root, alpha=alpha)
+    return ev
 
 
 #: The additive parts of an evaluation of the Newton phase (:func:`smoothed_parts`): sums over the pairs of ``V``
@@ -554,6 +565,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     ev = _point(oracle, lam, w, delta, budget, hessian_free=hessian_free, gram=gram)
     delta = ev["delta"]
     calls += 1
+    # the line search's trials without band rows and sums until one is accepted (local oracles, dense Newton)
+    lean = not hessian_free and hasattr(oracle, "_order")
     jumped = None  # the band size of the last jump (one per band)
     while True:
         L = ev["L"]
@@ -638,14 +651,18 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         t, accepted = 1.0, False
         for _ in range(max_backtrack + 1):
             x = w + t * p
-            ex = _point(oracle, lam, x, delta, hessian_free=hessian_free, gram=gram)
+            ex = _point(oracle, lam, x, delta, hessian_free=hessian_free, gram=gram, trial=lean)
             calls += 1
-            if ex["L"][0] > lower:
-                lower, w_lower = ex["L"][0], ex["L"][1] / (2.0 * lam)
             if ex["F"] < F_best:
                 F_best, w_best = ex["F"], x
             if ex["Fd"] <= Fd - 1e-4 * t * decrement:
                 accepted = True
+            if accepted or not lean:  # a lean trial's bound is formed once it is accepted
+                if "_rest" in ex:
+                    ex = _complete(oracle, lam, x, ex)
+                if ex["L"][0] > lower:
+                    lower, w_lower = ex["L"][0], ex["L"][1] / (2.0 * lam)
+            if accepted:
                 break
             if calls >= max_calls:
                 break
