@@ -44,15 +44,36 @@ def test_all_pairs_are_the_pairs_written_out_by_hand():
     data = RankingData(data.X[perm], y=data.y[perm], qid=data.qid[perm])
     tau = {(1, 0): 1.0, (2, 0): 2.5, (2, 1): 0.0}  # a grade pair of weight 0 is no pair
     oracle = PairFreeOracle.from_data(data, cost_table(data, tau=tau, mu="balanced"))
-    better, worse = all_pairs(oracle)
+    pairs = all_pairs(oracle)
+    better, worse = pairs.documents()
     c = oracle.values[oracle._qc[better], oracle._gc[better], oracle._gc[worse]]
     X = data.X.toarray()
     D, c_ref, _ = brute_force_pairs(data, tau=tau, mu="balanced")
     keep = c_ref > 0
     mine = sorted(zip(map(tuple, (X[better] - X[worse]).round(12)), c.round(12)))
     ref = sorted(zip(map(tuple, D[keep].round(12)), c_ref[keep].round(12)))
-    assert better.dtype == worse.dtype == np.int32
+    assert pairs.lb.dtype == pairs.lw.dtype == np.uint16 and pairs.n_pairs == len(ref)
     assert mine == ref
+    # block q holds the pairs of query q; degree bounds the pairs of every document
+    query = np.repeat(np.arange(pairs.starts.shape[0]), np.diff(pairs.blocks))
+    assert np.array_equal(oracle._qc[better], query) and np.array_equal(oracle._qc[worse], query)
+    assert pairs.degree >= (np.bincount(better, minlength=data.n_documents)
+                            + np.bincount(worse, minlength=data.n_documents)).max()
+
+
+def test_pairs_are_formed_a_chunk_at_a_time_and_as_int32_for_long_queries(monkeypatch):
+    """The same pairs whatever the chunk (one position's pairs may exceed it) and with int32 local indices."""
+    import cvxrank.native.pair_cd as module
+
+    data = _narrow(3)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    ref = all_pairs(oracle)
+    monkeypatch.setattr(module, "CHUNK", 3)
+    monkeypatch.setattr(module, "LOCAL_MAX", 4)
+    small = all_pairs(oracle)
+    assert small.lb.dtype == np.int32 and ref.lb.dtype == np.uint16
+    for a, b in zip(ref.documents(), small.documents()):
+        assert np.array_equal(a, b)
 
 
 def _clarabel(data, lam):
@@ -85,6 +106,25 @@ def test_separable_optimum_is_the_same_w_for_every_small_lambda():
     assert np.linalg.norm(runs[0].w - runs[1].w) <= runs[0].distance_bound + runs[1].distance_bound
     for r, lam in zip(runs, (0.01, 0.1)):
         assert r.objective == pytest.approx(lam * float(r.w @ r.w), rel=1e-8)
+
+
+@compiled
+@pytest.mark.parametrize("layout", ["int32 local indices", "finish over all the pairs"])
+def test_the_other_layouts_give_the_same_solution(monkeypatch, layout):
+    """Pairs held as int32 local indices (queries over LOCAL_MAX documents) and a finish that reads the pairs on the
+    margin from all of them at every product (more than FINISH_LIST (m + n) of them): Clarabel's solution."""
+    import cvxrank.native.pair_cd as module
+
+    monkeypatch.setattr(module, *(("LOCAL_MAX", 4) if layout == "int32 local indices" else ("FINISH_LIST", 0.0)))
+    finishes = []
+    original = module._finish
+    monkeypatch.setattr(module, "_finish", lambda *args: finishes.append(1) or original(*args))
+    for make, lam in [(_wide, 0.05), (_narrow, 5.0)]:
+        data = make(seed=3)
+        res = solve(RankingProblem(data, mu="balanced", lam=lam), "cutting_plane", tol=1e-8, pair_cd=True)
+        assert res.status == "optimal" and res.certificate.kind == "pairwise dual bound"
+        assert_agree(res, _clarabel(data, lam))
+    assert finishes
 
 
 @compiled

@@ -730,17 +730,125 @@ static PyObject *smoothed_groups(PyObject *self, PyObject *args)
     return PyLong_FromLongLong((long long)band);
 }
 
-/* pair_cd(indptr, indices, data, sqnorm, better, worse, cell, grade, table, alpha, w, lam, passes, state, eps)
- *   -> passes done
- * Dual coordinate descent (Hsieh et al. 2008) on the dual of (9) over explicit pairs, for a CSR X (int64 indptr,
- * int32 sorted indices, float64 data; sqnorm the squared norms of its rows):
+/* The pairs of pair_cd, pair_sums and pair_margin_sums, by query: block q holds the pairs blocks[q]..blocks[q+1]-1,
+ * pair i of it the documents docs[starts[q] + lb[i]] (better) and docs[starts[q] + lw[i]] (worse), lb and lw local
+ * indices (uint16 when every query has at most 65,536 documents, else int32): 4 bytes a pair instead of 8. */
+typedef struct {
+    const int32_t *docs;
+    const int64_t *starts, *blocks;
+    void *lb, *lw;
+    int wide;
+    Py_ssize_t Q, P, m;
+} Pairs;
+
+static inline int64_t local_at(const void *a, int wide, int64_t i)
+{
+    return wide ? (int64_t)((const int32_t *)a)[i] : (int64_t)((const uint16_t *)a)[i];
+}
+
+static inline int64_t better_of(const Pairs *p, int64_t q, int64_t i)
+{
+    return p->docs[p->starts[q] + local_at(p->lb, p->wide, i)];
+}
+
+static inline int64_t worse_of(const Pairs *p, int64_t q, int64_t i)
+{
+    return p->docs[p->starts[q] + local_at(p->lw, p->wide, i)];
+}
+
+static inline void swap_pair(Pairs *p, double *al, int64_t i, int64_t j)
+{
+    if (p->wide) {
+        int32_t *b = p->lb, *w = p->lw, t = b[i];
+        b[i] = b[j];
+        b[j] = t;
+        t = w[i];
+        w[i] = w[j];
+        w[j] = t;
+    }
+    else {
+        uint16_t *b = p->lb, *w = p->lw, t = b[i];
+        b[i] = b[j];
+        b[j] = t;
+        t = w[i];
+        w[i] = w[j];
+        w[j] = t;
+    }
+    double u = al[i];
+    al[i] = al[j];
+    al[j] = u;
+}
+
+/* Take the five arrays of the pairs into a[0..4] (lb, lw writable when asked) and check them against m
+ * documents: 0 or -1 with the error set (the caller releases a). */
+static int get_pairs(PyObject **o, Arr *a, int writable, Py_ssize_t m, Pairs *p)
+{
+    if (get(o[0], &a[0], 0, 4, m, "docs") || get(o[1], &a[1], 0, 8, 0, "starts")) {
+        return -1;
+    }
+    p->Q = a[1].buf.len / 8;
+    if (get(o[2], &a[2], 0, 8, p->Q + 1, "blocks")) {
+        return -1;
+    }
+    if (PyObject_GetBuffer(o[3], &a[3].buf, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    a[3].held = 1;
+    Py_ssize_t size = a[3].buf.itemsize;
+    if (size != 2 && size != 4) {
+        PyErr_SetString(PyExc_ValueError, "internal error: local pair indices must be uint16 or int32");
+        return -1;
+    }
+    p->P = a[3].buf.len / size;
+    if (get(o[4], &a[4], writable, size, p->P, "lw")) {
+        return -1;
+    }
+    p->docs = a[0].buf.buf;
+    p->starts = a[1].buf.buf;
+    p->blocks = a[2].buf.buf;
+    p->lb = a[3].buf.buf;
+    p->lw = a[4].buf.buf;
+    p->wide = size == 4;
+    p->m = m;
+    if (p->blocks[0] != 0 || p->blocks[p->Q] != p->P) {
+        PyErr_SetString(PyExc_ValueError, "internal error: the blocks do not cover the pairs");
+        return -1;
+    }
+    for (Py_ssize_t d = 0; d < m; d++) {
+        if (p->docs[d] < 0 || p->docs[d] >= m) {
+            PyErr_SetString(PyExc_ValueError, "internal error: a document out of range");
+            return -1;
+        }
+    }
+    for (Py_ssize_t q = 0; q < p->Q; q++) {
+        int64_t st = p->starts[q];
+        if (p->blocks[q + 1] < p->blocks[q] || st < 0 || st > m) {
+            PyErr_SetString(PyExc_ValueError, "internal error: blocks decrease or a start is out of range");
+            return -1;
+        }
+        for (int64_t i = p->blocks[q]; i < p->blocks[q + 1]; i++) {
+            int64_t lb = local_at(p->lb, p->wide, i), lw = local_at(p->lw, p->wide, i);
+            if (lb < 0 || lw < 0 || st + lb >= m || st + lw >= m) {
+                PyErr_SetString(PyExc_ValueError, "internal error: a pair out of range");
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* pair_cd(indptr, indices, data, sqnorm, docs, starts, blocks, lb, lw, cell, grade, table, alpha, w, lam, passes,
+ *         state, eps) -> passes done
+ * Dual coordinate descent (Hsieh et al. 2008) on the dual of (9) over the pairs (Pairs above), for a CSR X (int64
+ * indptr, int32 sorted indices, float64 data; sqnorm the squared norms of its rows):
  *   max_{0 <= alpha_i <= c_i} sum_i alpha_i - lam ||w||^2,  w = sum_i alpha_i (x_better_i - x_worse_i) / (2 lam),
  * one coordinate at a time, exactly: alpha_i <- clip(alpha_i - (m_i - 1) 2 lam / ||d_i||^2, 0, c_i) with the margin
  * m_i = <w, d_i>, and w updated on the two rows' entries; c_i = table[cell[better_i] + grade[worse_i]]. A pass
- * visits the active pairs in a random order (the pairs and their alpha are permuted in place, the generator's
- * state in state[0]) and shrinks, as Hsieh et al., a pair at a bound whose gradient points out of the box by more
- * than the last pass's extreme projected gradients; when the active pairs' projected gradients span at most eps,
- * the shrunk pairs come back, and the run stops if none had been shrunk. */
+ * permutes each query's active pairs at random (in place inside their block, with their alpha; the generator's
+ * state in state[0]) and visits them in rounds: PAIR_BURST pairs of each query in turn, the queries in a random
+ * order. It shrinks, as Hsieh et al., a pair at a bound whose gradient points out of the box by more than the last
+ * pass's extreme projected gradients (to the end of its block); when the active pairs' projected gradients span at
+ * most eps, the shrunk pairs come back, and the run stops if none had been shrunk. */
 static inline double row_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t r, const double *w)
 {
     double s = 0.0;
@@ -768,19 +876,6 @@ static inline double rows_dot(const int64_t *ip, const int32_t *ind, const doubl
     return s;
 }
 
-static inline void swap_pair(int32_t *b, int32_t *w, double *al, int64_t i, int64_t j)
-{
-    int32_t t = b[i];
-    b[i] = b[j];
-    b[j] = t;
-    t = w[i];
-    w[i] = w[j];
-    w[j] = t;
-    double u = al[i];
-    al[i] = al[j];
-    al[j] = u;
-}
-
 static inline uint64_t xorshift(uint64_t *s)
 {
     uint64_t x = *s;
@@ -790,68 +885,87 @@ static inline uint64_t xorshift(uint64_t *s)
     return *s = x;
 }
 
+/* Pairs of one query visited in a row by pair_cd before the next query's (8: the passes of a random order over all
+ * the pairs, in the time of one pass over them in their stored order). */
+#ifndef PAIR_BURST
+#define PAIR_BURST 8
+#endif
+
 static PyObject *pair_cd(PyObject *self, PyObject *args)
 {
-    PyObject *o_ip, *o_ind, *o_val, *o_sq, *o_b, *o_w, *o_cell, *o_g, *o_tab, *o_al, *o_wt, *o_st;
+    PyObject *o[17];
     double lam, eps;
     Py_ssize_t passes;
-    Arr a[12];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOdnOd", &o_ip, &o_ind, &o_val, &o_sq, &o_b, &o_w, &o_cell, &o_g, &o_tab,
-                          &o_al, &o_wt, &lam, &passes, &o_st, &eps)) {
+    Arr a[16];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOdnOd", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &o[11], &o[12], &o[13], &lam, &passes, &o[14], &eps)) {
         return NULL;
     }
-    Py_ssize_t m1 = first(o_ip, a, 12, "indptr");
+    Py_ssize_t m1 = first(o[0], a, 16, "indptr");
     if (m1 < 1) {
         if (m1 == 0) {
             PyErr_SetString(PyExc_ValueError, "internal error: indptr is empty");
-            release(a, 12);
+            release(a, 16);
         }
         return NULL;
     }
     Py_ssize_t m = m1 - 1;
     const int64_t *ip = a[0].buf.buf;
     if (ip[0] != 0 || ip[m] < 0) {
-        return done(a, 12, "internal error: indptr does not start at 0");
+        return done(a, 16, "internal error: indptr does not start at 0");
     }
     Py_ssize_t nnz = ip[m];
-    if (get(o_ind, &a[1], 0, 4, nnz, "indices") || get(o_val, &a[2], 0, 8, nnz, "data") ||
-        get(o_sq, &a[3], 0, 8, m, "sqnorm") || get(o_b, &a[4], 1, 4, 0, "better")) {
-        release(a, 12);
+    Pairs pr;
+    if (get(o[1], &a[1], 0, 4, nnz, "indices") || get(o[2], &a[2], 0, 8, nnz, "data") ||
+        get(o[3], &a[3], 0, 8, m, "sqnorm") || get_pairs(o + 4, a + 4, 1, m, &pr)) {
+        release(a, 16);
         return NULL;
     }
-    Py_ssize_t P = a[4].buf.len / 4;
-    if (get(o_w, &a[5], 1, 4, P, "worse") || get(o_cell, &a[6], 0, 8, m, "cell") || get(o_g, &a[7], 0, 8, m, "grade") ||
-        get(o_tab, &a[8], 0, 8, 1, "table") || get(o_al, &a[9], 1, 8, P, "alpha") || get(o_wt, &a[10], 1, 8, 1, "w") ||
-        get(o_st, &a[11], 1, 8, 1, "state")) {
-        release(a, 12);
+    Py_ssize_t P = pr.P, Q = pr.Q;
+    if (get(o[9], &a[9], 0, 8, m, "cell") || get(o[10], &a[10], 0, 8, m, "grade") ||
+        get(o[11], &a[11], 0, 8, 1, "table") || get(o[12], &a[12], 1, 8, P, "alpha") ||
+        get(o[13], &a[13], 1, 8, 1, "w") || get(o[14], &a[14], 1, 8, 1, "state")) {
+        release(a, 16);
         return NULL;
     }
     const int32_t *ind = a[1].buf.buf;
-    const double *val = a[2].buf.buf, *sq = a[3].buf.buf, *tab = a[8].buf.buf;
-    int32_t *pb = a[4].buf.buf, *pw = a[5].buf.buf;
-    const int64_t *cell = a[6].buf.buf, *grade = a[7].buf.buf;
-    double *al = a[9].buf.buf, *w = a[10].buf.buf;
-    uint64_t *state = a[11].buf.buf;
-    Py_ssize_t n = a[10].buf.len / 8, n_tab = a[8].buf.len / 8;
+    const double *val = a[2].buf.buf, *sq = a[3].buf.buf, *tab = a[11].buf.buf;
+    const int64_t *cell = a[9].buf.buf, *grade = a[10].buf.buf;
+    double *al = a[12].buf.buf, *w = a[13].buf.buf;
+    uint64_t *state = a[14].buf.buf;
+    Py_ssize_t n = a[13].buf.len / 8, n_tab = a[11].buf.len / 8;
     if (!(lam > 0) || passes < 0) {
-        return done(a, 12, "internal error: lam must be positive and passes non-negative");
+        return done(a, 16, "internal error: lam must be positive and passes non-negative");
     }
     for (Py_ssize_t k = 0; k < m; k++) {
         if (ip[k + 1] < ip[k]) {
-            return done(a, 12, "internal error: indptr decreases");
+            return done(a, 16, "internal error: indptr decreases");
         }
     }
     for (Py_ssize_t k = 0; k < nnz; k++) {
         if (ind[k] < 0 || ind[k] >= n) {
-            return done(a, 12, "internal error: a column index out of range");
+            return done(a, 16, "internal error: a column index out of range");
         }
     }
-    for (Py_ssize_t i = 0; i < P; i++) {
-        if (pb[i] < 0 || pb[i] >= m || pw[i] < 0 || pw[i] >= m || cell[pb[i]] < 0 || grade[pw[i]] < 0 ||
-            cell[pb[i]] + grade[pw[i]] >= n_tab || !(al[i] >= 0)) {
-            return done(a, 12, "internal error: a pair out of range or a negative alpha");
+    for (Py_ssize_t d = 0; d < m; d++) {
+        if (cell[d] < 0 || grade[d] < 0) {
+            return done(a, 16, "internal error: a negative cell or grade");
         }
     }
+    for (Py_ssize_t q = 0; q < Q; q++) {
+        for (int64_t i = pr.blocks[q]; i < pr.blocks[q + 1]; i++) {
+            if (cell[better_of(&pr, q, i)] + grade[worse_of(&pr, q, i)] >= n_tab || !(al[i] >= 0)) {
+                return done(a, 16, "internal error: a pair's cell out of the table or a negative alpha");
+            }
+        }
+    }
+    /* per query: its active pairs, its place in the pass's order, the next pair of its block; the live queries */
+    int64_t *act = malloc(sizeof(int64_t) * (size_t)(4 * Q + 1));
+    if (!act) {
+        release(a, 16);
+        return PyErr_NoMemory();
+    }
+    int64_t *perm = act + Q, *cursor = act + 2 * Q, *list = act + 3 * Q;
     if (*state == 0) {
         *state = 88172645463325252ULL;
     }
@@ -859,73 +973,103 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     double two_lam = 2.0 * lam, pg_max_old = INFINITY, pg_min_old = -INFINITY;
     int64_t active = P;
+    for (int64_t q = 0; q < Q; q++) {
+        act[q] = pr.blocks[q + 1] - pr.blocks[q];
+        perm[q] = q;
+    }
     for (Py_ssize_t p = 0; p < passes; p++) {
         done_passes = p + 1;
-        for (int64_t i = 0; i + 1 < active; i++) { /* Fisher-Yates over the active pairs */
-            int64_t j = i + (int64_t)(xorshift(state) % (uint64_t)(active - i));
-            swap_pair(pb, pw, al, i, j);
+        for (int64_t i = 0; i + 1 < Q; i++) { /* Fisher-Yates over the queries */
+            int64_t j = i + (int64_t)(xorshift(state) % (uint64_t)(Q - i)), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        int64_t live = 0; /* the queries with pairs left this pass, in the pass's order: list[0 .. live) */
+        for (int64_t r = 0; r < Q; r++) {
+            int64_t q = perm[r], base = pr.blocks[q];
+            for (int64_t i = 0; i + 1 < act[q]; i++) { /* Fisher-Yates over the active pairs of each query */
+                int64_t j = i + (int64_t)(xorshift(state) % (uint64_t)(act[q] - i));
+                swap_pair(&pr, al, base + i, base + j);
+            }
+            cursor[q] = 0;
+            if (act[q] > 0) {
+                list[live++] = q;
+            }
         }
         double pg_max = -INFINITY, pg_min = INFINITY;
-        for (int64_t s = 0; s < active; s++) {
-            int64_t b = pb[s], v = pw[s];
-            double c = tab[cell[b] + grade[v]];
-            double g = row_dot(ip, ind, val, b, w) - row_dot(ip, ind, val, v, w) - 1.0; /* m_i - 1 */
-            double pg = 0.0;
-            if (al[s] <= 0.0) {
-                if (g > pg_max_old) { /* shrink: at 0 and pushed down */
-                    active--;
-                    swap_pair(pb, pw, al, s, active);
-                    s--;
-                    continue;
-                }
-                if (g < 0.0) {
-                    pg = g;
-                }
-            }
-            else if (al[s] >= c) {
-                if (g < pg_min_old) { /* shrink: at c and pushed up */
-                    active--;
-                    swap_pair(pb, pw, al, s, active);
-                    s--;
-                    continue;
-                }
-                if (g > 0.0) {
-                    pg = g;
-                }
-            }
-            else {
-                pg = g;
-            }
-            if (pg > pg_max) {
-                pg_max = pg;
-            }
-            if (pg < pg_min) {
-                pg_min = pg;
-            }
-            if (pg != 0.0) {
-                double q = sq[b] + sq[v] - 2.0 * rows_dot(ip, ind, val, b, v);
-                if (!(q > 0.0)) {
-                    continue; /* two equal rows: the pair's margin is 0 whatever w */
-                }
-                double next = al[s] - g * two_lam / q;
-                next = next < 0.0 ? 0.0 : (next > c ? c : next);
-                double step = (next - al[s]) / two_lam;
-                if (step != 0.0) {
-                    al[s] = next;
-                    for (int64_t k = ip[b]; k < ip[b + 1]; k++) {
-                        w[ind[k]] += step * val[k];
+        while (live > 0) { /* rounds: the next PAIR_BURST pairs of each query in turn, so that updates in a row are
+                            * of different queries (a query's pairs one after another took 3x the passes) */
+            int64_t kept = 0;
+            for (int64_t r = 0; r < live; r++) {
+                int64_t q = list[r], base = pr.blocks[q];
+                for (int burst = 0; burst < PAIR_BURST && cursor[q] < act[q]; burst++) {
+                    int64_t s = base + cursor[q];
+                    int64_t b = better_of(&pr, q, s), v = worse_of(&pr, q, s);
+                    double c = tab[cell[b] + grade[v]];
+                    double g = row_dot(ip, ind, val, b, w) - row_dot(ip, ind, val, v, w) - 1.0; /* m_i - 1 */
+                    double pg = 0.0;
+                    int shrink = 0;
+                    if (al[s] <= 0.0) {
+                        shrink = g > pg_max_old; /* at 0 and pushed down */
+                        if (g < 0.0) {
+                            pg = g;
+                        }
                     }
-                    for (int64_t k = ip[v]; k < ip[v + 1]; k++) {
-                        w[ind[k]] -= step * val[k];
+                    else if (al[s] >= c) {
+                        shrink = g < pg_min_old; /* at c and pushed up */
+                        if (g > 0.0) {
+                            pg = g;
+                        }
+                    }
+                    else {
+                        pg = g;
+                    }
+                    if (shrink) { /* to the end of its block; the pair moved here is visited next round */
+                        act[q]--;
+                        active--;
+                        swap_pair(&pr, al, s, base + act[q]);
+                    }
+                    else {
+                        cursor[q]++;
+                        if (pg > pg_max) {
+                            pg_max = pg;
+                        }
+                        if (pg < pg_min) {
+                            pg_min = pg;
+                        }
+                        if (pg != 0.0) {
+                            double qq = sq[b] + sq[v] - 2.0 * rows_dot(ip, ind, val, b, v);
+                            if (qq > 0.0) { /* else two equal rows: the pair's margin is 0 whatever w */
+                                double next = al[s] - g * two_lam / qq;
+                                next = next < 0.0 ? 0.0 : (next > c ? c : next);
+                                double step = (next - al[s]) / two_lam;
+                                if (step != 0.0) {
+                                    al[s] = next;
+                                    for (int64_t k = ip[b]; k < ip[b + 1]; k++) {
+                                        w[ind[k]] += step * val[k];
+                                    }
+                                    for (int64_t k = ip[v]; k < ip[v + 1]; k++) {
+                                        w[ind[k]] -= step * val[k];
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
+                if (cursor[q] < act[q]) {
+                    list[kept++] = q;
+                }
             }
+            live = kept;
         }
         if (pg_max - pg_min <= eps) {
             if (active == P) {
                 break;
             }
             active = P; /* the shrunk pairs back, for a check over all of them */
+            for (int64_t q = 0; q < Q; q++) {
+                act[q] = pr.blocks[q + 1] - pr.blocks[q];
+            }
             pg_max_old = INFINITY;
             pg_min_old = -INFINITY;
             continue;
@@ -934,56 +1078,130 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
         pg_min_old = pg_min >= 0.0 ? -INFINITY : pg_min;
     }
     Py_END_ALLOW_THREADS
-    release(a, 12);
+    free(act);
+    release(a, 16);
     return PyLong_FromSsize_t(done_passes);
 }
 
-/* pair_sums(better, worse, alpha, v, V): v[d] = sum of alpha over the pairs with better = d minus the sum over those
- * with worse = d, V[d] the sum over both (alpha >= 0), for d < len(v); one pass, no index copy (numpy's bincount
- * widens int32 indices to a temporary the size of the pairs). */
+/* pair_sums(docs, starts, blocks, lb, lw, alpha, v, V): v[d] = sum of alpha over the pairs with better = d minus the
+ * sum over those with worse = d, V[d] the sum over both (alpha >= 0); one pass over the pairs (Pairs above). */
 static PyObject *pair_sums(PyObject *self, PyObject *args)
 {
-    PyObject *o_b, *o_w, *o_al, *o_v, *o_V;
-    Arr a[5];
-    if (!PyArg_ParseTuple(args, "OOOOO", &o_b, &o_w, &o_al, &o_v, &o_V)) {
+    PyObject *o[8];
+    Arr a[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7])) {
         return NULL;
     }
     memset(a, 0, sizeof(a));
-    if (get(o_b, &a[0], 0, 4, 0, "better")) {
-        release(a, 5);
+    if (get(o[6], &a[6], 1, 8, 0, "v")) {
+        release(a, 8);
         return NULL;
     }
-    Py_ssize_t P = a[0].buf.len / 4;
-    if (get(o_w, &a[1], 0, 4, P, "worse") || get(o_al, &a[2], 0, 8, P, "alpha") || get(o_v, &a[3], 1, 8, 0, "v")) {
-        release(a, 5);
+    Py_ssize_t m = a[6].buf.len / 8;
+    Pairs pr;
+    if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "alpha") || get(o[7], &a[7], 1, 8, m, "V")) {
+        release(a, 8);
         return NULL;
     }
-    Py_ssize_t m = a[3].buf.len / 8;
-    if (get(o_V, &a[4], 1, 8, m, "V")) {
-        release(a, 5);
-        return NULL;
-    }
-    const int32_t *pb = a[0].buf.buf, *pw = a[1].buf.buf;
-    const double *al = a[2].buf.buf;
-    double *v = a[3].buf.buf, *V = a[4].buf.buf;
-    int bad = 0;
+    const double *al = a[5].buf.buf;
+    double *v = a[6].buf.buf, *V = a[7].buf.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t d = 0; d < m; d++) {
         v[d] = 0.0;
         V[d] = 0.0;
     }
-    for (Py_ssize_t i = 0; i < P; i++) {
-        if (pb[i] < 0 || pb[i] >= m || pw[i] < 0 || pw[i] >= m) {
-            bad = 1;
-            break;
+    for (int64_t q = 0; q < pr.Q; q++) {
+        for (int64_t i = pr.blocks[q]; i < pr.blocks[q + 1]; i++) {
+            int64_t b = better_of(&pr, q, i), w = worse_of(&pr, q, i);
+            v[b] += al[i];
+            v[w] -= al[i];
+            V[b] += al[i];
+            V[w] += al[i];
         }
-        v[pb[i]] += al[i];
-        v[pw[i]] -= al[i];
-        V[pb[i]] += al[i];
-        V[pw[i]] += al[i];
     }
     Py_END_ALLOW_THREADS
-    return done(a, 5, bad ? "internal error: a pair out of range" : NULL);
+    return done(a, 8, NULL);
+}
+
+/* pair_margin_sums(docs, starts, blocks, lb, lw, alpha, cell, grade, table, s, a, b, out, f_better, f_worse,
+ *                  f_alpha) -> (count, sum of squares)
+ * Over the pairs strictly inside their box, 0 < alpha_i < c_i (c_i as in pair_cd): y_i = a + b (s[better_i] -
+ * s[worse_i]), out[d] = sum of y_i over the pairs with better = d minus the sum over those with worse = d (out is
+ * zeroed first); returns how many such pairs and the sum of y_i^2. With s = X z this is D_F^T (a 1 + b D_F z) for
+ * the set F of those pairs, without a vector the length of F. f_better, f_worse (int32) and f_alpha (or None) get
+ * the first of those pairs' documents and alpha, as many as they hold. */
+static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o[14];
+    double ca, cb;
+    Arr a[14];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOddOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &ca, &cb, &o[10], &o[11], &o[12], &o[13])) {
+        return NULL;
+    }
+    memset(a, 0, sizeof(a));
+    if (get(o[9], &a[9], 0, 8, 0, "s")) {
+        release(a, 14);
+        return NULL;
+    }
+    Py_ssize_t m = a[9].buf.len / 8;
+    Pairs pr;
+    if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "alpha") || get(o[6], &a[6], 0, 8, m, "cell") ||
+        get(o[7], &a[7], 0, 8, m, "grade") || get(o[8], &a[8], 0, 8, 1, "table") || get(o[10], &a[10], 1, 8, m, "out") ||
+        get(o[11], &a[11], 1, 4, 0, "?f_better")) {
+        release(a, 14);
+        return NULL;
+    }
+    Py_ssize_t room = a[11].held ? a[11].buf.len / 4 : 0;
+    if (get(o[12], &a[12], 1, 4, room, a[11].held ? "f_worse" : "?f_worse") ||
+        get(o[13], &a[13], 1, 8, room, a[11].held ? "f_alpha" : "?f_alpha")) {
+        release(a, 14);
+        return NULL;
+    }
+    int32_t *fb = a[11].held ? a[11].buf.buf : NULL, *fw = a[12].held ? a[12].buf.buf : NULL;
+    double *fa = a[13].held ? a[13].buf.buf : NULL;
+    const double *al = a[5].buf.buf, *tab = a[8].buf.buf, *s = a[9].buf.buf;
+    const int64_t *cell = a[6].buf.buf, *grade = a[7].buf.buf;
+    double *out = a[10].buf.buf;
+    Py_ssize_t n_tab = a[8].buf.len / 8;
+    int64_t count = 0;
+    double squares = 0.0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t d = 0; d < m; d++) {
+        out[d] = 0.0;
+    }
+    for (int64_t q = 0; q < pr.Q && !bad; q++) {
+        for (int64_t i = pr.blocks[q]; i < pr.blocks[q + 1]; i++) {
+            if (!(al[i] > 0.0)) {
+                continue;
+            }
+            int64_t b = better_of(&pr, q, i), w = worse_of(&pr, q, i), t = cell[b] + grade[w];
+            if (t < 0 || t >= n_tab) {
+                bad = 1;
+                break;
+            }
+            if (!(al[i] < tab[t])) {
+                continue;
+            }
+            double y = ca + cb * (s[b] - s[w]);
+            out[b] += y;
+            out[w] -= y;
+            squares += y * y;
+            if (count < room) {
+                fb[count] = (int32_t)b;
+                fw[count] = (int32_t)w;
+                fa[count] = al[i];
+            }
+            count++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        return done(a, 14, "internal error: a pair's cell out of the table");
+    }
+    release(a, 14);
+    return Py_BuildValue("Ld", (long long)count, squares);
 }
 
 static PyMethodDef methods[] = {
@@ -995,6 +1213,7 @@ static PyMethodDef methods[] = {
     {"smoothed_groups", smoothed_groups, METH_VARARGS, "The smoothed hinge's per-member terms of sorted groups."},
     {"pair_cd", pair_cd, METH_VARARGS, "Passes of dual coordinate descent over explicit pairs of a CSR X."},
     {"pair_sums", pair_sums, METH_VARARGS, "Per-document signed and absolute sums of pair weights."},
+    {"pair_margin_sums", pair_margin_sums, METH_VARARGS, "Per-document sums over the pairs inside their box."},
     {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},
     {NULL, NULL, 0, NULL},
 };

@@ -254,7 +254,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         shape of ``cvxrank bench native --instances shapes``). None: on for a CSR ``X`` with more than
         :data:`NEWTON_MAX_FEATURES` features and at least as many features as documents (unless ``hessian_free``);
         True: on for any CSR ``X``; False: off. It needs a local oracle with the papers' margin of 1, the compiled
-        sweeps and 56 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the
+        sweeps and 12 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the
         solve goes on without it. A pass over the pairs counts as an oracle call for ``max_iter``.
 
     Returns
@@ -328,8 +328,7 @@ def _newton_fits(oracle, hessian_free: bool = False) -> bool:
 
 def _pair_cd_fits(oracle) -> bool:
     """Whether :func:`~cvxrank.native.pair_cd.pair_cd` runs here: a local oracle with the papers' margin of 1, a
-    CSR ``X``, the compiled sweeps, fewer than 2^31 pairs and documents (int32 indices) and its memory in the
-    budget."""
+    CSR ``X``, the compiled sweeps, fewer than 2^31 documents (int32 indices) and its memory in the budget."""
     import scipy.sparse as sp
 
     from cvxrank._memory import fits_memory
@@ -337,9 +336,10 @@ def _pair_cd_fits(oracle) -> bool:
 
     if not (isinstance(oracle, PairFreeOracle) and oracle.newton_phase and oracle._compiled and sp.issparse(oracle.X)):
         return False
-    if max(oracle.n_pairs, oracle.n_documents) >= np.iinfo(np.int32).max:  # its pairs are int32 document indices
+    if oracle.n_documents >= np.iinfo(np.int32).max:  # its documents are int32 indices
         return False
-    return fits_memory(pair_cd_bytes(oracle.n_pairs, oracle.n_documents, oracle.X.nnz))
+    longest = int(np.bincount(oracle._qc).max(initial=0))
+    return fits_memory(pair_cd_bytes(oracle.n_pairs, oracle.n_documents, oracle.X.nnz, oracle.n_features, longest))
 
 
 def _plane_limit(max_planes, keep_points):

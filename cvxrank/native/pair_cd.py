@@ -12,7 +12,8 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
    .. math:: \\max_{0 \\le \\alpha_i \\le c_i}\\; \\sum_i \\alpha_i - \\lambda \\lVert w(\\alpha) \\rVert^2,
              \\qquad w(\\alpha) = \\sum_i \\alpha_i d_i / (2\\lambda)\\quad (16),
 
-   one pair at a time, exactly, in the compiled sweeps (``_sweep.pair_cd``: random order, shrinking). Every ``α`` it
+   one pair at a time, exactly, in the compiled sweeps (``_sweep.pair_cd``: a random order inside each query, eight
+   pairs of each query in turn, shrinking). Every ``α`` it
    holds is in the box, so its value is a lower bound on the optimum (weak duality), computed from ``w(α)`` formed
    again from ``α`` (not the running ``w``, which collects rounding).
 2. **An exact finish on the margin.** The dual value converges much faster than ``w(α)`` (a pair violated by ``ε``
@@ -21,19 +22,22 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
 
    .. math:: w' = w(\\alpha) + D_F^\\top y, \\qquad D_F D_F^\\top y = 1 - D_F\\, w(\\alpha),
 
-   the least-norm solution of ``D_F x = 1 - D_F w(α)``, by CGLS from ``x = 0`` (products with ``X`` and
-   per-document sums: no pair row is formed). When the sets
+   the least-norm solution of ``D_F x = 1 - D_F w(α)``, by conjugate gradients on the normal equations from
+   ``x = 0`` (products with ``X`` and per-document sums: no pair row is formed). When the sets
    are those of the optimum, ``w' = w*``: ``w* - w(α) = D_Fᵀ(α* - α)/(2λ)`` lies in the span of the rows of ``D_F``.
    ``F(w')`` is exact (the pair-free oracle), an upper bound whatever the sets.
 
-Memory beyond ``X``: 16 bytes a pair (two int32 documents and ``α``); in a finish, per pair on the margin its
-documents (8 bytes), its index while the set is formed (8) and two CGLS vectors and a temporary (24):
-:func:`pair_cd_bytes`.
+Memory beyond ``X``: 12 bytes a pair (``α`` and the two documents as 16-bit indices inside their query, 16 bytes
+when a query holds more than 65,536 documents: :class:`PairBlocks`); the finish holds no vector the length of the
+pairs on the margin unless they are few (:func:`_finish`): :func:`pair_cd_bytes`. On the 20,000 x 20,000 instance
+the peak is 1.83-1.87 times the CSR matrix (3.18 with two int32 documents a pair and CGLS's vectors).
 """
 
 from __future__ import annotations
 
 import time
+from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,7 +45,7 @@ import scipy.sparse as sp
 from cvxrank.native.kernels import sweep
 from cvxrank.rounding import pair_dual_rounding
 
-__all__ = ["all_pairs", "pair_cd", "pair_cd_bytes"]
+__all__ = ["PairBlocks", "all_pairs", "pair_cd", "pair_cd_bytes"]
 
 #: Passes of coordinate descent between two looks at the bounds.
 BATCH = 10
@@ -49,47 +53,104 @@ BATCH = 10
 #: Most conjugate-gradient iterations of one finish (work, not time).
 FINISH_ITERATIONS = 500
 
-
-def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int) -> int:
-    """Peak bytes of :func:`pair_cd` beyond ``X``: per pair its documents and ``α`` (16) and, in a finish, a copy of
-    the documents of the pairs on the margin, their index while the set is formed and two CGLS vectors and a
-    temporary (40), counted for every pair; per document the cost cells and sums (40); a float64 copy of a float32
-    ``X`` (8 per stored entry)."""
-    return int(56 * n_pairs + 40 * n_documents + 8 * nnz)
+#: A finish lists the pairs on the margin when they number at most this share of ``m + n`` (16 bytes each), else
+#: reads them from all the pairs at every product.
+FINISH_LIST = 0.5
 
 
-def all_pairs(oracle):
-    """Every pair ``(better, worse)`` of one query and different grades with a positive weight, as two int32
-    arrays, grouped by query (16 bytes a pair at the peak of their making; :func:`cvxrank.pairs.make_pairs` holds
-    40 bytes a pair: int64 documents, their query and their grade pair)."""
+#: Most pairs :func:`all_pairs` forms at a time (its temporaries: about 40 bytes each).
+CHUNK = 1 << 17
+
+#: Most documents of a query whose pairs :class:`PairBlocks` holds as 16-bit local indices.
+LOCAL_MAX = 1 << 16
+
+
+def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int, n_features: int = 0, longest: int = 0) -> int:
+    """Peak bytes of :func:`pair_cd` beyond ``X``: per pair ``α`` and its local indices (12 bytes, 16 when the
+    ``longest`` query has more than :data:`LOCAL_MAX` documents); the forming of the pairs, :data:`CHUNK` at a
+    time (40 bytes each); per document its position, cells and sums (80); per feature the point and the finish's
+    vectors (48); a float64 copy of a float32 ``X`` (8 per stored entry)."""
+    per_pair = 16 if longest > LOCAL_MAX else 12
+    return int(per_pair * n_pairs + 40 * min(n_pairs, CHUNK) + 80 * n_documents + 48 * n_features + 8 * nnz)
+
+
+class PairBlocks(NamedTuple):
+    """Every pair ``(better, worse)`` of one query and different grades with a positive weight, by query: the pairs
+    ``blocks[q]:blocks[q+1]`` are those of query ``q``, pair ``i`` of them the documents
+    ``docs[starts[q] + lb[i]]`` and ``docs[starts[q] + lw[i]]``.
+
+    ``docs`` (int32, ``m``) lists the documents by query, then grade; ``lb`` and ``lw`` are uint16 when every query
+    has at most :data:`LOCAL_MAX` documents, else int32: 4 bytes a pair (8), where two int32 document indices take
+    8. The compiled passes (``_sweep.pair_cd``, ``pair_sums``, ``pair_margin_sums``) read them in place; the
+    descent permutes the pairs inside their block. ``degree`` bounds the pairs of one document."""
+
+    docs: np.ndarray
+    starts: np.ndarray
+    blocks: np.ndarray
+    lb: np.ndarray
+    lw: np.ndarray
+    degree: int
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.lb.shape[0])
+
+    @property
+    def arrays(self) -> tuple:
+        """``(docs, starts, blocks, lb, lw)``, as the compiled passes take them."""
+        return self.docs, self.starts, self.blocks, self.lb, self.lw
+
+    def documents(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(better, worse)``: the pairs' documents as int64 arrays (16 bytes a pair: for tests and small data)."""
+        query = np.repeat(np.arange(self.starts.shape[0]), np.diff(self.blocks))
+        first = self.starts[query]
+        return self.docs[first + self.lb].astype(np.int64), self.docs[first + self.lw].astype(np.int64)
+
+
+def all_pairs(oracle) -> PairBlocks:
+    """The pairs of the oracle's data with a positive weight, by query (:class:`PairBlocks`), formed
+    :data:`CHUNK` at a time: the peak is the result and one chunk's temporaries."""
     qc, gc = oracle._qc, np.asarray(oracle._gc, dtype=np.int64)
-    G = oracle._G
-    m = qc.shape[0]
+    G, Q, m = oracle._G, oracle.values.shape[0], qc.shape[0]
+    if m >= np.iinfo(np.int32).max:
+        raise ValueError("internal error: too many documents for int32 document indices")
     order = np.lexsort((gc, qc))  # by query, then grade
-    keys = qc[order] * G + gc[order]
-    first_of_query = np.searchsorted(keys, qc[order] * G, side="left")  # the query's first position
-    first_of_grade = np.searchsorted(keys, keys, side="left")  # the first position of this grade
-    counts = first_of_grade - first_of_query  # the documents of lower grade of the same query
-    total = int(counts.sum())
-    if total >= np.iinfo(np.int32).max or m >= np.iinfo(np.int32).max:
-        raise ValueError("internal error: too many pairs or documents for int32 pair indices")
-    order32 = order.astype(np.int32)
-    better = np.repeat(order32, counts)
-    worse = np.arange(total, dtype=np.int32)  # pair t of sorted position p: position first_of_query + t - offset
-    worse += np.repeat((first_of_query - (np.cumsum(counts) - counts)).astype(np.int32), counts)
-    np.take(order32, worse, out=worse)
-    weighted = oracle.values > 0
-    if np.any((oracle._n_pairs > 0) & ~weighted):  # a (query, grade pair) cell of weight 0: not a pair here
-        keep = np.concatenate([weighted[qc[b], gc[b], gc[w]] for b, w in _chunks(better, worse)])
-        better, worse = better[keep], worse[keep]
-    return better, worse
-
-
-def _chunks(*arrays, size=1 << 16):
-    """The arrays in slices of ``size`` (bounded temporaries over all pairs)."""
-    total = arrays[0].shape[0]
-    for a in range(0, total, size):
-        yield tuple(x[a:a + size] for x in arrays)
+    q_o, g_o = qc[order], gc[order]
+    size = np.bincount(qc, minlength=Q)
+    starts = (np.cumsum(size) - size).astype(np.int64)
+    cells = np.bincount(qc * G + gc, minlength=Q * G).reshape(Q, G)
+    weighted = oracle.values > 0  # (query, better grade, worse grade): zero on and above the diagonal
+    per_query = np.einsum("qa,qab,qb->q", cells, weighted.astype(np.int64), cells)
+    blocks = np.concatenate(([0], np.cumsum(per_query))).astype(np.int64)
+    dtype = np.uint16 if size.max(initial=0) <= LOCAL_MAX else np.int32
+    P = int(blocks[-1])
+    lb, lw = np.empty(P, dtype=dtype), np.empty(P, dtype=dtype)
+    # per sorted position: its index in its query and its worse partners, the documents of lower grade there (the
+    # first positions of the query: local indices 0 .. count - 1)
+    local = np.arange(m, dtype=np.int64) - starts[q_o]
+    counts = (np.cumsum(cells, axis=1) - cells)[q_o, g_o]
+    ends = np.cumsum(counts)
+    marks = np.arange(CHUNK, int(ends[-1]) if m else 0, CHUNK)
+    cuts = np.unique(np.concatenate(([0], np.searchsorted(ends, marks, side="right"), [m])))
+    filled = 0
+    for a, b in pairwise(cuts.tolist()):
+        cnt = counts[a:b]
+        total = int(cnt.sum())
+        if total == 0:
+            continue
+        better = np.repeat(local[a:b], cnt)
+        worse = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        first = np.repeat(starts[q_o[a:b]], cnt)
+        keep = weighted[np.repeat(q_o[a:b], cnt), np.repeat(g_o[a:b], cnt), g_o[first + worse]]
+        del first
+        k = int(keep.sum())
+        lb[filled:filled + k] = better[keep]
+        lw[filled:filled + k] = worse[keep]
+        filled += k
+    if filled != P:
+        raise ValueError("internal error: the pairs formed are not those counted")
+    degree = int((size[q_o] - cells[q_o, g_o]).max(initial=0))  # partners of a document: its query's other grades
+    return PairBlocks(order.astype(np.int32), starts, blocks, lb, lw, degree)
 
 
 def _row_norms(indptr, data, rows=1 << 14):
@@ -102,16 +163,6 @@ def _row_norms(indptr, data, rows=1 << 14):
         row = np.repeat(np.arange(b - a), np.diff(indptr[a:b + 1]))
         sq[a:b] = np.bincount(row, block * block, minlength=b - a)
     return sq
-
-
-def _on_margin(alpha, better, worse, table, cell, grade):
-    """Indices of the pairs with ``0 < α_i < c_i``, in chunks."""
-    found, offset = [], 0
-    for al, b, w in _chunks(alpha, better, worse):
-        c = table[cell[b] + grade[w]]
-        found.append(offset + np.flatnonzero((al > 0) & (al < c)))
-        offset += al.shape[0]
-    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
 def _csr(X):
@@ -157,44 +208,38 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     m, n = X.shape
     indptr, indices, data = _csr(X)
     sq = _row_norms(indptr, data)
-    better, worse = all_pairs(oracle)
+    pairs = all_pairs(oracle)
     gc = np.asarray(oracle._gc, dtype=np.int64)
     G = oracle._G
     cell = (oracle._qc * G + gc) * G
     table = np.ascontiguousarray(oracle.values, dtype=np.float64).ravel()
-    alpha = np.zeros(better.shape[0])
+    alpha = np.zeros(pairs.n_pairs)
     v, V = np.zeros(m), np.zeros(m)  # per document: Σ α over its pairs as the better minus as the worse; and the sum
-    degree = 0  # the most pairs of one document
-    for b, w_ in _chunks(better, worse):
-        degree = max(degree, int((np.bincount(b, minlength=m) + np.bincount(w_, minlength=m)).max(initial=0)))
     w_run = np.zeros(n)
     state = np.array([np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)], dtype=np.uint64)
     w_best, F_best, w_lower, lower_rounding = None, upper, None, None
     calls, rows, last_dual = 0, [], -np.inf
     while max_calls - calls - 2 >= 1:  # room for a pass, then up to two oracle calls
         asked = min(BATCH, max_calls - calls - 2)
-        passes = sweep().pair_cd(indptr, indices, data, sq, better, worse, cell, gc, table, alpha, w_run, float(lam),
+        passes = sweep().pair_cd(indptr, indices, data, sq, *pairs.arrays, cell, gc, table, alpha, w_run, float(lam),
                                  asked, state, 1e-12)
         calls += passes
-        sweep().pair_sums(better, worse, alpha, v, V)
+        sweep().pair_sums(*pairs.arrays, alpha, v, V)
         u = oracle.gradient(v)
         w = u / (2.0 * lam)  # w(α) again from α: the running w collects rounding
         w_run[:] = w
         dual = float(alpha.sum()) - lam * float(w @ w)
         if dual > lower:
             lower, w_lower = dual, w
-            lower_rounding = pair_dual_rounding(X, V, degree, alpha, u, lam)
+            lower_rounding = pair_dual_rounding(X, V, pairs.degree, alpha, u, lam)
         candidates = [w]
         converged = passes < asked  # fewer passes than asked: the descent has converged, the dual moves no more
         settled = dual - last_dual <= target * abs(dual) or converged
         last_dual = max(last_dual, dual)
         if settled:  # the dual has stopped moving: put the pairs between the bounds on the margin
-            on = _on_margin(alpha, better, worse, table, cell, gc)
-            if on.shape[0]:
-                fb, fw = better[on], worse[on]
-                del on
-                candidates.append(_finish(oracle, w, fb, fw))
-                del fb, fw
+            finished = _finish(oracle, w, pairs, alpha, cell, gc, table)
+            if finished is not None:
+                candidates.append(finished)
         for x in candidates:
             F = lam * float(x @ x) + oracle(x, counts=False).loss
             calls += 1
@@ -214,44 +259,52 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     return w_best, F_best, lower, w_lower, calls, rows, lower_rounding
 
 
-def _finish(oracle, w, better, worse):
-    """``w + x`` with ``x`` the least-norm solution of ``D_F x = 1 - D_F w`` (the pairs ``F`` given by their
-    documents, int32; ``x = D_Fᵀ y`` with ``D_F D_Fᵀ y = 1 - D_F w``), by CGLS from ``x = 0`` (Hestenes-Stiefel's
-    conjugate gradients on the least-squares problem: its iterates stay in the span of ``D_Fᵀ``), at most
-    :data:`FINISH_ITERATIONS` iterations, to a residual of ``1e-10`` times the first: the point nearest ``w`` with
-    every pair of ``F`` exactly on the margin."""
+def _finish(oracle, w, pairs, alpha, cell, grade, table):
+    """``w + x`` with ``x`` the least-norm solution of ``D_F x = 1 - D_F w`` (least squares when it has none), ``F``
+    the pairs with ``0 < α_i < c_i`` (None when there are none): conjugate gradients on the normal equations
+    ``D_Fᵀ D_F x = D_Fᵀ (1 - D_F w)`` from ``x = 0`` (CGLS's iterates, in the span of ``D_Fᵀ``), at most
+    :data:`FINISH_ITERATIONS` iterations, until the normal residual ``‖D_Fᵀ (1 - D_F (w + x))‖`` is ``1e-10`` times
+    the first: the point nearest ``w`` with every pair of ``F`` exactly on the margin.
+
+    Each product ``D_Fᵀ (a + b D_F z)`` is one pass that picks ``F`` by its ``α`` (``_sweep.pair_margin_sums``),
+    with ``X z`` and ``Xᵀ`` of the per-document sums. When ``F`` holds at most :data:`FINISH_LIST` ``(m + n)``
+    pairs (16 bytes each) the first pass lists them and the others read that list; else every pass reads all the
+    pairs, and no vector the length of ``F`` is formed."""
     m = oracle.n_documents
+    sums = np.empty(m)
+    room = int(FINISH_LIST * (m + w.shape[0]))
+    fb, fw, fa = np.empty(room, dtype=np.int32), np.empty(room, dtype=np.int32), np.empty(room)
+    count, _ = sweep().pair_margin_sums(*pairs.arrays, alpha, cell, grade, table, oracle.scores(w), 1.0, -1.0, sums,
+                                        fb, fw, fa)
+    if count == 0:
+        return None
+    if count <= room:  # the pairs of F as one block of document indices
+        source = (np.arange(m, dtype=np.int32), np.zeros(1, dtype=np.int64), np.array([0, count], dtype=np.int64),
+                  fb[:count], fw[:count]), fa[:count]
+    else:
+        source = pairs.arrays, alpha
+        del fb, fw, fa
 
-    def rows_times(z):  # D_F z
-        s = oracle.scores(z)
-        out = np.take(s, better)
-        out -= np.take(s, worse)
-        return out
+    def normal_product(z):  # D_Fᵀ D_F z and ‖D_F z‖²
+        (arrays, weights) = source
+        _, squares = sweep().pair_margin_sums(*arrays, weights, cell, grade, table, oracle.scores(z), 0.0, 1.0, sums,
+                                              None, None, None)
+        return oracle.gradient(sums), squares
 
-    sums, unused = np.zeros(m), np.zeros(m)
-
-    def rows_transposed(y):  # D_Fᵀ y (per-document sums without numpy's widened copy of the indices)
-        sweep().pair_sums(better, worse, y, sums, unused)
-        return oracle.gradient(sums)
-
-    # CGLS on min ||D_F x - r|| from x = 0: the least-norm x, with two vectors the length of F (conjugate gradients
-    # on D_F D_Fᵀ y = r would hold five)
-    r = 1.0 - rows_times(w)
-    stop = 1e-20 * float(r @ r)
+    s = oracle.gradient(sums)  # the normal residual D_Fᵀ r, r = 1 - D_F w
     x = np.zeros_like(w)
-    s = rows_transposed(r)
     p = s.copy()
     gamma = float(s @ s)
+    stop = 1e-20 * gamma
     for _ in range(FINISH_ITERATIONS):
-        q = rows_times(p)
-        delta = float(q @ q)
-        if not (delta > 0 and float(r @ r) > stop):
+        if not gamma > stop:
+            break
+        q, delta = normal_product(p)
+        if not delta > 0:
             break
         a = gamma / delta
         x += a * p
-        r -= a * q
-        del q
-        s = rows_transposed(r)
+        s -= a * q
         gamma_next = float(s @ s)
         p *= gamma_next / gamma
         p += s
