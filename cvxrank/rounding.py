@@ -18,7 +18,8 @@ of Numerical Algorithms*, 2002, §3.1): a sum or dot product of ``k`` terms is o
 numpy's pairwise sums, running sums over a query's documents). Every bound below is such a
 ``γ`` times the absolute values of the terms that entered the computed sum; with ``t = |X| |w|``
 (per document) the error of a pair's computed margin ``<w, d_i>`` is at most
-``e_i = γ_{n+2} (t_a + t_b)``. Gradual underflow adds at most ``2⁻¹⁰⁷⁴`` per operation (the
+``e_i = γ_{n+2} (t_a + t_b)`` (pair-free: ``γ_{k_d + 16}`` per document with ``k_d`` the non-zero entries
+of its row, since zero terms add nothing). Gradual underflow adds at most ``2⁻¹⁰⁷⁴`` per operation (the
 absolute term), so a problem whose numbers underflow still gets a gap that is not zero.
 
 * :func:`primal_rounding`: ``|M̃(w) − M(w)|`` of :func:`cvxrank.objectives.qp_objective` (or the
@@ -37,6 +38,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from cvxrank._float64 import abs_matvec, abs_rmatvec, matvec
 from cvxrank.pairs import count_pairs
@@ -56,6 +58,28 @@ def gamma(k: float) -> float:
     """``γ_k = k u / (1 − k u)``: the relative error bound of a sum of ``k`` float64 terms (``inf`` once ``k u ≥ 1``)."""
     ku = float(k) * U
     return ku / (1.0 - ku) if ku < 1.0 else math.inf
+
+
+def _gammas(k: np.ndarray) -> np.ndarray:
+    """:func:`gamma` of every entry of ``k``."""
+    ku = np.asarray(k, dtype=np.float64) * U
+    with np.errstate(divide="ignore"):
+        return np.where(ku < 1.0, ku / (1.0 - ku), np.inf)
+
+
+def _row_terms(X) -> np.ndarray:
+    """Per row of ``X``, how many of its entries may be non-zero (a CSR row's stored entries, a dense row's non-zero
+    entries): the terms of the row's dot products that can round. A zero term is exactly zero and adding it is
+    exact, so ``<x_d, w>`` computed in any order (BLAS, sparse, with FMA) is off by at most ``γ_k Σ_j |x_dj w_j|``
+    with ``k`` this count, however many features there are."""
+    if sp.issparse(X):
+        X = X if X.format == "csr" else sp.csr_matrix(X)
+        return np.diff(X.indptr).astype(np.int64)
+    X = np.asarray(X)
+    m, n = X.shape
+    step = max(1, (1 << 20) // max(n, 1))  # a block of rows at a time: the test's booleans stay small
+    return np.concatenate([np.count_nonzero(X[a:a + step], axis=1) for a in range(0, m, step)] or
+                          [np.zeros(0, dtype=np.int64)]).astype(np.int64)
 
 
 def _shape(problem: RankingProblem) -> tuple[int, int, int, int]:
@@ -135,9 +159,9 @@ def primal_rounding(problem: RankingProblem, w, t=None) -> float:
             term = C * e + 4.0 * U * C * loss
             total += float(np.sum(term[live])) + gamma(P + SLACK) * float(np.sum(C * loss))
         return total + _absolute(problem)
-    # Pair-free: every pair at once, each with its query's largest weight.
+    # Pair-free: every pair at once, each with its query's largest weight; a score sums the row's non-zero terms.
     W, reach = _document_weights(problem)
-    e = gamma(n + SLACK) * (t + reach)
+    e = _gammas(_row_terms(problem.data.X) + SLACK) * (t + reach)
     per_doc = (2.0 * reach + 2.0 * t.max(initial=0.0) + 1.0) if squared else 1.0
     bound = float(np.sum(W * (e * per_doc + 4.0 * U * (reach + t) * per_doc)))
     # The solver's own sums over a query's sorted documents and across queries.

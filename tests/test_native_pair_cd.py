@@ -128,6 +128,29 @@ def test_the_other_layouts_give_the_same_solution(monkeypatch, layout):
 
 
 @compiled
+@pytest.mark.parametrize("share", [0.4, 0.6])
+def test_the_phase_aims_at_the_gap_the_certificate_will_find(share):
+    """With an allowance of 0.4 of the target the phase stops only once its gap is within the other 0.6; an
+    allowance above half the target (float64's floor) is not chased: the gap within the target is enough."""
+    from cvxrank.native.pair_cd import pair_cd
+
+    data = _wide(6)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    lam, target = 0.05, 1e-3
+    allowance = []
+
+    def extra(w):
+        F = lam * float(w @ w) + oracle(w, counts=False).loss
+        allowance.append(share * target * F)
+        return allowance[-1]
+
+    _, F, lower, *_ = pair_cd(oracle, lam, upper=np.inf, lower=0.0, target=target, max_calls=10_000,
+                              allowance=extra)
+    assert allowance  # asked once the phase's own gap was within the target
+    assert (F - lower) / F <= (1.0 - share if share < 0.5 else 1.0) * target
+
+
+@compiled
 def test_work_limit_counts_passes_and_keeps_a_valid_bound():
     data = _narrow(1)
     ref = _clarabel(data, 0.5)
@@ -217,3 +240,39 @@ def test_over_the_memory_budget_the_planes_go_on(monkeypatch):
     monkeypatch.setattr(module, "pair_cd_bytes", lambda *args: 1 << 62)
     res = solve(RankingProblem(_wide(5), lam=0.5), "cutting_plane", tol=1e-8, pair_cd=True)
     assert res.status == "optimal" and res.certificate.kind == "cutting-plane bound"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_primal_rounding_of_a_sparse_row_counts_its_entries(seed):
+    """The pair-free objective as the oracle sums it, against exact rational arithmetic on explicit pairs, on sparse
+    rows of three entries among 300 features with magnitudes 1e-6..1e6: within the allowance, whose score term
+    counts a row's entries (γ_19), not the features (γ_316)."""
+    from cvxrank import rounding
+
+    rng = np.random.default_rng(seed)
+    m, n = 24, 300
+    rows = np.repeat(np.arange(m), 3)
+    X = sp.csr_matrix((rng.standard_normal(3 * m) * 10.0 ** rng.integers(-6, 7, 3 * m),
+                       (rows, rng.integers(0, n, 3 * m))), shape=(m, n))
+    data = RankingData(X, y=rng.integers(0, 3, m), qid=np.arange(m) // 8)
+    problem = RankingProblem(data, mu="balanced", lam=0.37)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    w = rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)
+    computed = 0.37 * float(w @ w) + oracle(w, counts=False).loss
+    pairs = make_pairs(data)
+    Xf = X.toarray()
+    weights = pair_weights(pairs, mu="balanced")
+    wf = [Fraction(float(v)) for v in w]
+    exact = Fraction(0.37) * sum(v * v for v in wf)
+    for b, v, c in zip(pairs.better, pairs.worse, weights):
+        margin = sum((Fraction(float(Xf[b, j])) - Fraction(float(Xf[v, j]))) * wf[j] for j in np.flatnonzero(
+            (Xf[b] != 0) | (Xf[v] != 0)))
+        exact += Fraction(float(c)) * max(Fraction(0), 1 - margin)
+    bound = 2 * 0.37 * rounding.primal_rounding(problem, w)
+    assert abs(Fraction(computed) - exact) <= Fraction(bound)
+    # the score term with γ_{n+16} alone would exceed the whole allowance; a dense X counts the same entries
+    t = rounding.abs_scores(problem, w)
+    W, reach = rounding._document_weights(problem)
+    assert bound < 2 * 0.37 * float(np.sum(W * rounding.gamma(n + rounding.SLACK) * (t + reach)))
+    dense = RankingProblem(RankingData(Xf, y=data.y, qid=data.qid), mu="balanced", lam=0.37)
+    assert rounding.primal_rounding(dense, w) == pytest.approx(bound / (2 * 0.37), rel=1e-12)

@@ -68,6 +68,7 @@ from cvxrank.native.oracle import PairFreeOracle, check_threads, stored_x
 from cvxrank.native.scale import check_scale
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
+from cvxrank.rounding import primal_rounding
 from cvxrank.solution import BackendReport, finish
 
 __all__ = ["CuttingPlaneRun", "blas_threads", "certifiable_gap", "cutting_plane"]
@@ -191,7 +192,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
                   max_planes: int | None = None, stall_after: int = 200, keep_points: bool = False,
                   threads: int | None = 1, verbose: bool = False, newton_gap: float | None = 0.1,
-                  hessian_free: bool = False, pair_cd: bool | None = None) -> CuttingPlaneRun:
+                  hessian_free: bool = False, pair_cd: bool | None = None, allowance=None) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -256,6 +257,10 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         True: on for any CSR ``X``; False: off. It needs a local oracle with the papers' margin of 1, the compiled
         sweeps and 12 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the
         solve goes on without it. A pass over the pairs counts as an oracle call for ``max_iter``.
+    allowance : callable, optional
+        ``w ↦`` the float64 rounding allowance a certificate adds for the objective at ``w`` (scale of (9)):
+        :func:`~cvxrank.native.pair_cd.pair_cd` then aims at the gap the certificate will find (``solve`` passes
+        its own, :func:`cvxrank.rounding.primal_rounding`).
 
     Returns
     -------
@@ -290,7 +295,8 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         newton = (newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle, hessian_free)
                   else None)
         return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
-                    stall_after, keep_points, verbose, newton, max_planes, bool(pair_cd) and _pair_cd_fits(oracle))
+                    stall_after, keep_points, verbose, newton, max_planes, bool(pair_cd) and _pair_cd_fits(oracle),
+                    allowance)
 
 
 #: Most features for the Newton phase: each of its steps solves a dense ``n x n`` system and forms
@@ -356,7 +362,7 @@ def _plane_limit(max_planes, keep_points):
 
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
-         keep_points, verbose, newton_gap=None, max_planes=None, use_pair_cd=False) -> CuttingPlaneRun:
+         keep_points, verbose, newton_gap=None, max_planes=None, use_pair_cd=False, allowance=None) -> CuttingPlaneRun:
     start = time.perf_counter()
     calls, newton_done, w_lower = 1, newton_gap is None, None
     n = w.shape[0]
@@ -398,7 +404,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
 
             use_pair_cd, newton_done = False, True
             phase = pair_cd(oracle, lam, upper=best_F, lower=lower, target=target, max_calls=max_iter - calls,
-                            deadline=time_limit, verbose=verbose, start=start)
+                            deadline=time_limit, verbose=verbose, start=start, allowance=allowance)
         elif not newton_done and (rel <= newton_gap or (null_step and n <= NEWTON_MAX_FEATURES)) and rel > target:
             from cvxrank.native.newton import smoothed_newton
 
@@ -570,8 +576,11 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     setup = time.perf_counter() - t0
     if fmap is not None and warm_start_w is not None:
         warm_start_w = fmap.to_reduced(check_common(tol, time_limit, warm_start_w, problem.n_features))
+    def allowance(w):  # what the certificate will add for the objective at w (cvxrank.rounding), on the scale of (9)
+        return 2.0 * problem.lam * primal_rounding(problem, w if fmap is None else fmap.to_full(w))
+
     run = cutting_plane(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
-                        warm_start_w=warm_start_w, keep_points=problem.has_pairs, **options)
+                        warm_start_w=warm_start_w, keep_points=problem.has_pairs, allowance=allowance, **options)
     if fmap is not None:  # back to the problem's features: w = E u
         run.w, run.w_model = fmap.to_full(run.w), fmap.to_full(run.w_model)
         if run.points is not None:

@@ -176,7 +176,7 @@ def _csr(X):
 
 
 def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verbose=False, start=None,
-            seed: int = 0):
+            seed: int = 0, allowance=None):
     """Dual coordinate descent on the pairs of a sparse ``X``, with exact finishes (module docstring), until the
     certified relative gap is ``<= target``, ``max_calls`` (passes plus oracle calls) or the ``deadline``.
 
@@ -195,6 +195,10 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
         Seconds since ``start``: a safety net.
     seed : int, default 0
         Seed of the order in which the pairs are visited.
+    allowance : callable, optional
+        ``w ↦`` the rounding allowance the certificate will add for ``F(w)`` (scale of (9),
+        :func:`cvxrank.rounding.primal_rounding` times ``2λ``): the phase then stops once its gap plus that and
+        its bound's allowance is within ``target``, unless the two take more than half of it (float64's floor).
 
     Returns
     -------
@@ -252,7 +256,12 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
         if verbose:
             print(f"pair_cd  passes {calls:5d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap {rel:.2e}  "
                   f"{elapsed:.2f}s", flush=True)
-        if rel <= target or calls >= max_calls or (deadline is not None and elapsed >= deadline) or converged:
+        reached = rel <= target
+        if reached and allowance is not None and w_best is not None:  # the gap the certificate will find
+            extra = allowance(w_best) + 2.0 * lam * (lower_rounding or 0.0)
+            if extra <= 0.5 * target * F_best:
+                reached = F_best - lower + extra <= target * F_best
+        if reached or calls >= max_calls or (deadline is not None and elapsed >= deadline) or converged:
             break
     if w_best is None:
         w_best = np.zeros(n)
