@@ -109,6 +109,31 @@ def test_separable_optimum_is_the_same_w_for_every_small_lambda():
 
 
 @compiled
+@pytest.mark.parametrize("listed", [True, False], ids=["listed", "read from all the pairs"])
+def test_a_finish_takes_the_pairs_its_reference_point_violates(monkeypatch, listed):
+    """No pair inside its box (α = 0) and a reference point just inside the hard-margin optimum ``w*`` (scaled by
+    0.99): the pairs on the margin at ``w*`` are the ones violated there, and the least-norm point that puts them on
+    the margin is ``w*`` itself."""
+    import cvxrank.native.pair_cd as module
+
+    if not listed:
+        monkeypatch.setattr(module, "FINISH_LIST", 0.0)
+    data = _wide(3)
+    lam = 0.01
+    ref = solve(RankingProblem(data, lam=lam), "cutting_plane", tol=1e-10, pair_cd=True)
+    oracle = PairFreeOracle.from_data(data, cost_table(data))
+    pairs = all_pairs(oracle)
+    gc = np.asarray(oracle._gc, dtype=np.int64)
+    cell = (oracle._qc * oracle._G + gc) * oracle._G
+    table = np.ascontiguousarray(oracle.values, dtype=np.float64).ravel()
+    alpha = np.zeros(pairs.n_pairs)
+    zero = np.zeros(data.n_features)
+    assert module._finish(oracle, zero, pairs, alpha, cell, gc, table) is None  # no pair inside its box
+    w = module._finish(oracle, zero, pairs, alpha, cell, gc, table, reference=0.99 * ref.w)
+    assert np.linalg.norm(w - ref.w) <= 1e-6 * np.linalg.norm(ref.w)
+
+
+@compiled
 @pytest.mark.parametrize("layout", ["int32 local indices", "finish over all the pairs"])
 def test_the_other_layouts_give_the_same_solution(monkeypatch, layout):
     """Pairs held as int32 local indices (queries over LOCAL_MAX documents) and a finish that reads the pairs on the

@@ -1129,19 +1129,21 @@ static PyObject *pair_sums(PyObject *self, PyObject *args)
  * s[worse_i]), out[d] = sum of y_i over the pairs with better = d minus the sum over those with worse = d (out is
  * zeroed first); returns how many such pairs and the sum of y_i^2. With s = X z this is D_F^T (a 1 + b D_F z) for
  * the set F of those pairs, without a vector the length of F. f_better, f_worse (int32) and f_alpha (or None) get
- * the first of those pairs' documents and alpha, as many as they hold. */
+ * the first of those pairs' documents and alpha, as many as they hold. With scores s_ref (or None) F also holds the
+ * pairs whose bound the margin at s_ref contradicts: alpha_i = 0 with s_ref[better_i] - s_ref[worse_i] < 1, and
+ * alpha_i = c_i with it > 1 (an active-set step from the point s_ref came from). */
 static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
 {
-    PyObject *o[14];
+    PyObject *o[15];
     double ca, cb;
-    Arr a[14];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOddOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &ca, &cb, &o[10], &o[11], &o[12], &o[13])) {
+    Arr a[15];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOddOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &ca, &cb, &o[10], &o[11], &o[12], &o[13], &o[14])) {
         return NULL;
     }
     memset(a, 0, sizeof(a));
     if (get(o[9], &a[9], 0, 8, 0, "s")) {
-        release(a, 14);
+        release(a, 15);
         return NULL;
     }
     Py_ssize_t m = a[9].buf.len / 8;
@@ -1149,15 +1151,16 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
     if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "alpha") || get(o[6], &a[6], 0, 8, m, "cell") ||
         get(o[7], &a[7], 0, 8, m, "grade") || get(o[8], &a[8], 0, 8, 1, "table") || get(o[10], &a[10], 1, 8, m, "out") ||
         get(o[11], &a[11], 1, 4, 0, "?f_better")) {
-        release(a, 14);
+        release(a, 15);
         return NULL;
     }
     Py_ssize_t room = a[11].held ? a[11].buf.len / 4 : 0;
     if (get(o[12], &a[12], 1, 4, room, a[11].held ? "f_worse" : "?f_worse") ||
-        get(o[13], &a[13], 1, 8, room, a[11].held ? "f_alpha" : "?f_alpha")) {
-        release(a, 14);
+        get(o[13], &a[13], 1, 8, room, a[11].held ? "f_alpha" : "?f_alpha") || get(o[14], &a[14], 0, 8, m, "?s_ref")) {
+        release(a, 15);
         return NULL;
     }
+    const double *sr = a[14].held ? a[14].buf.buf : NULL;
     int32_t *fb = a[11].held ? a[11].buf.buf : NULL, *fw = a[12].held ? a[12].buf.buf : NULL;
     double *fa = a[13].held ? a[13].buf.buf : NULL;
     const double *al = a[5].buf.buf, *tab = a[8].buf.buf, *s = a[9].buf.buf;
@@ -1173,7 +1176,7 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
     }
     for (int64_t q = 0; q < pr.Q && !bad; q++) {
         for (int64_t i = pr.blocks[q]; i < pr.blocks[q + 1]; i++) {
-            if (!(al[i] > 0.0)) {
+            if (!(al[i] > 0.0) && !sr) {
                 continue;
             }
             int64_t b = better_of(&pr, q, i), w = worse_of(&pr, q, i), t = cell[b] + grade[w];
@@ -1181,7 +1184,12 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
                 bad = 1;
                 break;
             }
-            if (!(al[i] < tab[t])) {
+            int in = al[i] > 0.0 && al[i] < tab[t];
+            if (!in && sr) {
+                double margin = sr[b] - sr[w];
+                in = al[i] > 0.0 ? margin > 1.0 : margin < 1.0;
+            }
+            if (!in) {
                 continue;
             }
             double y = ca + cb * (s[b] - s[w]);
@@ -1198,9 +1206,9 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     if (bad) {
-        return done(a, 14, "internal error: a pair's cell out of the table");
+        return done(a, 15, "internal error: a pair's cell out of the table");
     }
-    release(a, 14);
+    release(a, 15);
     return Py_BuildValue("Ld", (long long)count, squares);
 }
 

@@ -25,7 +25,9 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
    the least-norm solution of ``D_F x = 1 - D_F w(α)``, by conjugate gradients on the normal equations from
    ``x = 0`` (products with ``X`` and per-document sums: no pair row is formed). When the sets
    are those of the optimum, ``w' = w*``: ``w* - w(α) = D_Fᵀ(α* - α)/(2λ)`` lies in the span of the rows of ``D_F``.
-   ``F(w')`` is exact (the pair-free oracle), an upper bound whatever the sets.
+   ``F(w')`` is exact (the pair-free oracle), an upper bound whatever the sets. When ``w'`` does not prove the
+   target, one active-set step: a second finish that also puts on the margin the pairs whose bound ``w'``
+   contradicts (``α_i = 0`` and violated there, ``α_i = c_i`` and above the margin).
 
 Memory beyond ``X``: 12 bytes a pair (``α`` and the two documents as 16-bit indices inside their query, 16 bytes
 when a query holds more than 65,536 documents: :class:`PairBlocks`); the finish holds no vector the length of the
@@ -236,19 +238,24 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
         if dual > lower:
             lower, w_lower = dual, w
             lower_rounding = pair_dual_rounding(X, V, pairs.degree, alpha, u, lam)
-        candidates = [w]
         converged = passes < asked  # fewer passes than asked: the descent has converged, the dual moves no more
         settled = dual - last_dual <= target * abs(dual) or converged
         last_dual = max(last_dual, dual)
-        if settled:  # the dual has stopped moving: put the pairs between the bounds on the margin
-            finished = _finish(oracle, w, pairs, alpha, cell, gc, table)
-            if finished is not None:
-                candidates.append(finished)
-        for x in candidates:
+
+        def consider(x):  # F(x): one oracle call; the best point so far
+            nonlocal F_best, w_best, calls
             F = lam * float(x @ x) + oracle(x, counts=False).loss
             calls += 1
             if F < F_best:
                 F_best, w_best = F, x
+            return F
+
+        consider(w)
+        if settled:  # the dual has stopped moving: put the pairs between the bounds on the margin
+            finished = _finish(oracle, w, pairs, alpha, cell, gc, table)
+            if finished is not None and consider(finished) - lower > target * F_best and calls < max_calls:
+                # and once more with the pairs whose bound the finish's point contradicts
+                consider(_finish(oracle, w, pairs, alpha, cell, gc, table, reference=finished))
         rel = (F_best - lower) / F_best if F_best > 0 else 0.0
         elapsed = time.perf_counter() - start
         rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel,
@@ -268,7 +275,7 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     return w_best, F_best, lower, w_lower, calls, rows, lower_rounding
 
 
-def _finish(oracle, w, pairs, alpha, cell, grade, table):
+def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None):
     """``w + x`` with ``x`` the least-norm solution of ``D_F x = 1 - D_F w`` (least squares when it has none), ``F``
     the pairs with ``0 < α_i < c_i`` (None when there are none): conjugate gradients on the normal equations
     ``D_Fᵀ D_F x = D_Fᵀ (1 - D_F w)`` from ``x = 0`` (CGLS's iterates, in the span of ``D_Fᵀ``), at most
@@ -278,13 +285,19 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table):
     Each product ``D_Fᵀ (a + b D_F z)`` is one pass that picks ``F`` by its ``α`` (``_sweep.pair_margin_sums``),
     with ``X z`` and ``Xᵀ`` of the per-document sums. When ``F`` holds at most :data:`FINISH_LIST` ``(m + n)``
     pairs (16 bytes each) the first pass lists them and the others read that list; else every pass reads all the
-    pairs, and no vector the length of ``F`` is formed."""
+    pairs, and no vector the length of ``F`` is formed.
+
+    With a ``reference`` point (an earlier finish's), ``F`` also holds the pairs whose bound the margin there
+    contradicts: ``α_i = 0`` below the margin and ``α_i = c_i`` above it (one active-set step: after the dual settles,
+    a finish may leave a few pairs violated that coordinate descent has not yet reached; on the sparse shape at
+    λ = 0.05, 33 of them held the gap at 8.9e-7 for 100 passes, and this step closed it to 1e-11)."""
     m = oracle.n_documents
     sums = np.empty(m)
     room = int(FINISH_LIST * (m + w.shape[0]))
     fb, fw, fa = np.empty(room, dtype=np.int32), np.empty(room, dtype=np.int32), np.empty(room)
+    s_ref = None if reference is None else oracle.scores(reference)
     count, _ = sweep().pair_margin_sums(*pairs.arrays, alpha, cell, grade, table, oracle.scores(w), 1.0, -1.0, sums,
-                                        fb, fw, fa)
+                                        fb, fw, fa, s_ref)
     if count == 0:
         return None
     if count <= room:  # the pairs of F as one block of document indices
@@ -297,7 +310,7 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table):
     def normal_product(z):  # D_Fᵀ D_F z and ‖D_F z‖²
         (arrays, weights) = source
         _, squares = sweep().pair_margin_sums(*arrays, weights, cell, grade, table, oracle.scores(z), 0.0, 1.0, sums,
-                                              None, None, None)
+                                              None, None, None, s_ref)
         return oracle.gradient(sums), squares
 
     s = oracle.gradient(sums)  # the normal residual D_Fᵀ r, r = 1 - D_F w
