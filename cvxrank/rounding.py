@@ -77,6 +77,8 @@ def _row_terms(X) -> np.ndarray:
         return np.diff(X.indptr).astype(np.int64)
     X = np.asarray(X)
     m, n = X.shape
+    if np.count_nonzero(X) == X.size:  # no zero entry (one fast pass): every row has n terms
+        return np.full(m, n, dtype=np.int64)
     step = max(1, (1 << 20) // max(n, 1))  # a block of rows at a time: the test's booleans stay small
     return np.concatenate([np.count_nonzero(X[a:a + step], axis=1) for a in range(0, m, step)] or
                           [np.zeros(0, dtype=np.int64)]).astype(np.int64)
