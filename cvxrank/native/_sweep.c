@@ -1124,10 +1124,10 @@ static PyObject *pair_sums(PyObject *self, PyObject *args)
 }
 
 /* pair_margin_sums(docs, starts, blocks, lb, lw, alpha, cell, grade, table, s, a, b, out, f_better, f_worse,
- *                  f_alpha) -> (count, sum of squares)
+ *                  f_alpha, s_ref) -> count
  * Over the pairs strictly inside their box, 0 < alpha_i < c_i (c_i as in pair_cd): y_i = a + b (s[better_i] -
  * s[worse_i]), out[d] = sum of y_i over the pairs with better = d minus the sum over those with worse = d (out is
- * zeroed first); returns how many such pairs and the sum of y_i^2. With s = X z this is D_F^T (a 1 + b D_F z) for
+ * zeroed first); returns how many such pairs. With s = X z this is D_F^T (a 1 + b D_F z) for
  * the set F of those pairs, without a vector the length of F. f_better, f_worse (int32) and f_alpha (or None) get
  * the first of those pairs' documents and alpha, as many as they hold. With scores s_ref (or None) F also holds the
  * pairs whose bound the margin at s_ref contradicts: alpha_i = 0 with s_ref[better_i] - s_ref[worse_i] < 1, and
@@ -1168,7 +1168,6 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
     double *out = a[10].buf.buf;
     Py_ssize_t n_tab = a[8].buf.len / 8;
     int64_t count = 0;
-    double squares = 0.0;
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t d = 0; d < m; d++) {
@@ -1195,7 +1194,6 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
             double y = ca + cb * (s[b] - s[w]);
             out[b] += y;
             out[w] -= y;
-            squares += y * y;
             if (count < room) {
                 fb[count] = (int32_t)b;
                 fw[count] = (int32_t)w;
@@ -1209,7 +1207,7 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
         return done(a, 15, "internal error: a pair's cell out of the table");
     }
     release(a, 15);
-    return Py_BuildValue("Ld", (long long)count, squares);
+    return PyLong_FromLongLong((long long)count);
 }
 
 static PyMethodDef methods[] = {

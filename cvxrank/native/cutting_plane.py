@@ -576,6 +576,7 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     setup = time.perf_counter() - t0
     if fmap is not None and warm_start_w is not None:
         warm_start_w = fmap.to_reduced(check_common(tol, time_limit, warm_start_w, problem.n_features))
+
     def allowance(w):  # what the certificate will add for the objective at w (cvxrank.rounding), on the scale of (9)
         return 2.0 * problem.lam * primal_rounding(problem, w if fmap is None else fmap.to_full(w))
 

@@ -222,7 +222,8 @@ REBUILD_AFTER = 20
 
 
 def _cg(matvec, b, tol, max_iter=500):
-    """Conjugate gradients for ``A x = b`` (``A`` symmetric positive definite), from 0, to ``‖r‖ ≤ tol ‖b‖``."""
+    """Conjugate gradients for ``A x = b`` (``A`` symmetric positive definite, or semidefinite with ``b`` in its range:
+    the iterates stay there), from 0, to ``‖r‖ ≤ tol ‖b‖``; stops early at a direction of no curvature (rounding)."""
     x = np.zeros_like(b)
     r = b.copy()
     p = r.copy()
@@ -232,7 +233,10 @@ def _cg(matvec, b, tol, max_iter=500):
         if rr <= stop:
             break
         Ap = matvec(p)
-        a = rr / float(p @ Ap)
+        pAp = float(p @ Ap)
+        if not pAp > 0:
+            break
+        a = rr / pAp
         x += a * p
         r -= a * Ap
         rr_new = float(r @ r)

@@ -45,6 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from cvxrank.native.kernels import sweep
+from cvxrank.native.newton import _cg
 from cvxrank.rounding import pair_dual_rounding
 
 __all__ = ["PairBlocks", "all_pairs", "pair_cd", "pair_cd_bytes"]
@@ -296,8 +297,8 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None):
     room = int(FINISH_LIST * (m + w.shape[0]))
     fb, fw, fa = np.empty(room, dtype=np.int32), np.empty(room, dtype=np.int32), np.empty(room)
     s_ref = None if reference is None else oracle.scores(reference)
-    count, _ = sweep().pair_margin_sums(*pairs.arrays, alpha, cell, grade, table, oracle.scores(w), 1.0, -1.0, sums,
-                                        fb, fw, fa, s_ref)
+    count = sweep().pair_margin_sums(*pairs.arrays, alpha, cell, grade, table, oracle.scores(w), 1.0, -1.0, sums,
+                                     fb, fw, fa, s_ref)
     if count == 0:
         return None
     if count <= room:  # the pairs of F as one block of document indices
@@ -307,28 +308,11 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None):
         source = pairs.arrays, alpha
         del fb, fw, fa
 
-    def normal_product(z):  # D_Fᵀ D_F z and ‖D_F z‖²
+    def normal_product(z):  # D_Fᵀ D_F z
         (arrays, weights) = source
-        _, squares = sweep().pair_margin_sums(*arrays, weights, cell, grade, table, oracle.scores(z), 0.0, 1.0, sums,
-                                              None, None, None, s_ref)
-        return oracle.gradient(sums), squares
+        sweep().pair_margin_sums(*arrays, weights, cell, grade, table, oracle.scores(z), 0.0, 1.0, sums, None, None,
+                                 None, s_ref)
+        return oracle.gradient(sums)
 
-    s = oracle.gradient(sums)  # the normal residual D_Fᵀ r, r = 1 - D_F w
-    x = np.zeros_like(w)
-    p = s.copy()
-    gamma = float(s @ s)
-    stop = 1e-20 * gamma
-    for _ in range(FINISH_ITERATIONS):
-        if not gamma > stop:
-            break
-        q, delta = normal_product(p)
-        if not delta > 0:
-            break
-        a = gamma / delta
-        x += a * p
-        s -= a * q
-        gamma_next = float(s @ s)
-        p *= gamma_next / gamma
-        p += s
-        gamma = gamma_next
-    return w + x
+    # the normal residual at x = 0 is D_Fᵀ r, r = 1 - D_F w; conjugate gradients to 1e-10 of it
+    return w + _cg(normal_product, oracle.gradient(sums), 1e-10, FINISH_ITERATIONS)
