@@ -133,6 +133,26 @@ def test_a_finish_takes_the_pairs_its_reference_point_violates(monkeypatch, list
     assert np.linalg.norm(w - ref.w) <= 1e-6 * np.linalg.norm(ref.w)
 
 
+def test_conjugate_gradients_from_a_start_reach_the_solution_nearest_it():
+    """``A = BᵀB`` singular: from a start in the range of ``A`` (an earlier finish's step) the least-norm solution of
+    ``A x = b``; from any other start, that solution plus the start's component in the null space of ``A``."""
+    from cvxrank.native.newton import _cg
+
+    rng = np.random.default_rng(3)
+    B = rng.normal(size=(6, 10))
+    A = B.T @ B
+    b = A @ rng.normal(size=10)
+    least = np.linalg.pinv(A) @ b
+    inside = B.T @ rng.normal(size=6)
+    x = _cg(lambda z: A @ z, b, 1e-12, 100, x0=inside)
+    assert np.linalg.norm(x - least) <= 1e-8 * np.linalg.norm(least)
+    outside = rng.normal(size=10)
+    null_part = outside - np.linalg.pinv(A) @ (A @ outside)
+    x = _cg(lambda z: A @ z, b, 1e-12, 100, x0=outside)
+    assert np.linalg.norm(null_part) > 0.1 * np.linalg.norm(outside)
+    assert np.linalg.norm(x - (least + null_part)) <= 1e-8 * np.linalg.norm(least + null_part)
+
+
 @compiled
 @pytest.mark.parametrize("layout", ["int32 local indices", "finish over all the pairs"])
 def test_the_other_layouts_give_the_same_solution(monkeypatch, layout):

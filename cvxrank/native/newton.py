@@ -221,14 +221,19 @@ REBUILD_SHARE = 0.5
 REBUILD_AFTER = 20
 
 
-def _cg(matvec, b, tol, max_iter=500):
+def _cg(matvec, b, tol, max_iter=500, x0=None):
     """Conjugate gradients for ``A x = b`` (``A`` symmetric positive definite, or semidefinite with ``b`` in its range:
-    the iterates stay there), from 0, to ``‖r‖ ≤ tol ‖b‖``; stops early at a direction of no curvature (rounding)."""
-    x = np.zeros_like(b)
-    r = b.copy()
+    the iterates stay there), from 0 or ``x0``, to ``‖r‖ ≤ tol ‖b‖``; stops early at a direction of no curvature
+    (rounding). From ``x0`` the first residual costs one more product; on a semidefinite ``A`` the iterates stay in
+    ``x0`` plus the range of ``A``."""
+    stop = tol * tol * float(b @ b)
+    if x0 is None:
+        x, r = np.zeros_like(b), b.copy()
+    else:
+        x = np.array(x0, dtype=np.float64)
+        r = b - matvec(x)
     p = r.copy()
     rr = float(r @ r)
-    stop = tol * tol * rr
     for _ in range(max_iter):
         if rr <= stop:
             break
