@@ -153,6 +153,56 @@ def test_conjugate_gradients_from_a_start_reach_the_solution_nearest_it():
     assert np.linalg.norm(x - (least + null_part)) <= 1e-8 * np.linalg.norm(least + null_part)
 
 
+def test_conjugate_gradients_end_at_the_look_that_says_so():
+    """``check`` is called every ``every`` iterations with the iterate; True ends the run there: the iterate of a run
+    capped at that many iterations, after that many products."""
+    from cvxrank.native.newton import _cg
+
+    rng = np.random.default_rng(4)
+    B = rng.normal(size=(40, 40)) * np.logspace(0, 3, 40)  # ill-conditioned: no convergence within 20 iterations
+    A = B.T @ B
+    b = rng.normal(size=40)
+    products, looks = [0], []
+
+    def matvec(z):
+        products[0] += 1
+        return A @ z
+
+    x = _cg(matvec, b, 1e-14, 200, check=lambda z: looks.append(z.copy()) or len(looks) == 2, every=10)
+    assert products[0] == 20 and len(looks) == 2
+    np.testing.assert_array_equal(x, looks[-1])
+    np.testing.assert_array_equal(x, _cg(lambda z: A @ z, b, 1e-14, 20))
+
+
+@compiled
+@pytest.mark.parametrize(("seed", "lam"), [(3, 0.05), (1, 0.5)])
+def test_a_finish_ends_once_its_point_proves_the_target(monkeypatch, seed, lam):
+    """A finish's conjugate gradients look at ``F`` every FINISH_CHECK products and end at the look that proves the
+    target: fewer products than a finish run to its tolerance, the solution still Clarabel's."""
+    import cvxrank.native.pair_cd as module
+
+    data = _wide(seed)
+    original, products = module._cg, [0]
+
+    def counted(matvec, *args, **kwargs):
+        def product(z):
+            products[0] += 1
+            return matvec(z)
+        return original(product, *args, **kwargs)
+
+    monkeypatch.setattr(module, "_cg", counted)
+    runs = {}
+    for every in (module.FINISH_CHECK, 10**9):
+        products[0] = 0
+        monkeypatch.setattr(module, "FINISH_CHECK", every)
+        res = solve(RankingProblem(data, mu="balanced", lam=lam), "cutting_plane", tol=1e-6, pair_cd=True)
+        assert res.status == "optimal" and res.relative_gap <= 1e-6
+        runs[every] = (res, products[0])
+    (watched, few), (_, many) = runs.values()
+    assert 0 < few < many
+    assert_agree(watched, _clarabel(data, lam))
+
+
 @compiled
 @pytest.mark.parametrize("layout", ["int32 local indices", "finish over all the pairs"])
 def test_the_other_layouts_give_the_same_solution(monkeypatch, layout):
@@ -163,7 +213,7 @@ def test_the_other_layouts_give_the_same_solution(monkeypatch, layout):
     monkeypatch.setattr(module, *(("LOCAL_MAX", 4) if layout == "int32 local indices" else ("FINISH_LIST", 0.0)))
     finishes = []
     original = module._finish
-    monkeypatch.setattr(module, "_finish", lambda *args: finishes.append(1) or original(*args))
+    monkeypatch.setattr(module, "_finish", lambda *args, **kwargs: finishes.append(1) or original(*args, **kwargs))
     for make, lam in [(_wide, 0.05), (_narrow, 5.0)]:
         data = make(seed=3)
         res = solve(RankingProblem(data, mu="balanced", lam=lam), "cutting_plane", tol=1e-8, pair_cd=True)

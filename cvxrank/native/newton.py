@@ -221,11 +221,11 @@ REBUILD_SHARE = 0.5
 REBUILD_AFTER = 20
 
 
-def _cg(matvec, b, tol, max_iter=500, x0=None):
+def _cg(matvec, b, tol, max_iter=500, x0=None, check=None, every=25):
     """Conjugate gradients for ``A x = b`` (``A`` symmetric positive definite, or semidefinite with ``b`` in its range:
     the iterates stay there), from 0 or ``x0``, to ``‖r‖ ≤ tol ‖b‖``; stops early at a direction of no curvature
     (rounding). From ``x0`` the first residual costs one more product; on a semidefinite ``A`` the iterates stay in
-    ``x0`` plus the range of ``A``."""
+    ``x0`` plus the range of ``A``. With ``check``, every ``every`` iterations ``check(x)`` may end the run (True)."""
     stop = tol * tol * float(b @ b)
     if x0 is None:
         x, r = np.zeros_like(b), b.copy()
@@ -234,8 +234,8 @@ def _cg(matvec, b, tol, max_iter=500, x0=None):
         r = b - matvec(x)
     p = r.copy()
     rr = float(r @ r)
-    for _ in range(max_iter):
-        if rr <= stop:
+    for it in range(max_iter):
+        if rr <= stop or (check is not None and it and it % every == 0 and check(x)):
             break
         Ap = matvec(p)
         pAp = float(p @ Ap)

@@ -27,7 +27,9 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
    are those of the optimum, ``w' = w*``: ``w* - w(α) = D_Fᵀ(α* - α)/(2λ)`` lies in the span of the rows of ``D_F``.
    ``F(w')`` is exact (the pair-free oracle), an upper bound whatever the sets. When ``w'`` does not prove the
    target, one active-set step: a second finish that also puts on the margin the pairs whose bound ``w'``
-   contradicts (``α_i = 0`` and violated there, ``α_i = c_i`` and above the margin).
+   contradicts (``α_i = 0`` and violated there, ``α_i = c_i`` and above the margin), its conjugate gradients
+   started from the first finish's step. Every :data:`FINISH_CHECK` products a finish looks at ``F`` of its point
+   (one oracle call) and ends once that proves the target or gained less than :data:`FINISH_STALL` of its gap.
 
 Memory beyond ``X``: 12 bytes a pair (``α`` and the two documents as 16-bit indices inside their query, 16 bytes
 when a query holds more than 65,536 documents: :class:`PairBlocks`); the finish holds no vector the length of the
@@ -59,6 +61,12 @@ FINISH_ITERATIONS = 500
 #: A finish lists the pairs on the margin when they number at most this share of ``m + n`` (16 bytes each), else
 #: reads them from all the pairs at every product.
 FINISH_LIST = 0.5
+
+#: A finish's conjugate gradients look at ``F`` of their point every this many products (an oracle call each) and
+#: stop once it proves the target or gained less than :data:`FINISH_STALL` of its gap since the last look.
+FINISH_CHECK = 25
+#: See :data:`FINISH_CHECK`.
+FINISH_STALL = 0.01
 
 
 #: Most pairs :func:`all_pairs` forms at a time (its temporaries: about 40 bytes each).
@@ -226,6 +234,37 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     state = np.array([np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)], dtype=np.uint64)
     w_best, F_best, w_lower, lower_rounding = None, upper, None, None
     calls, rows, last_dual = 0, [], -np.inf
+
+    def consider(x):  # F(x): one oracle call; the best point so far
+        nonlocal F_best, w_best, calls
+        F = lam * float(x @ x) + oracle(x, counts=False).loss
+        calls += 1
+        if F < F_best:
+            F_best, w_best = F, x
+        return F
+
+    def proven():  # the target, with the allowances the certificate will add (unless they take over half of it)
+        if not F_best - lower <= target * F_best:
+            return False
+        if allowance is None or w_best is None:
+            return True
+        extra = allowance(w_best) + 2.0 * lam * (lower_rounding or 0.0)
+        return extra > 0.5 * target * F_best or F_best - lower + extra <= target * F_best
+
+    def finish(w, reference=None):  # F at the finish's point; its CG looks at F every FINISH_CHECK products
+        looked = {"F": np.inf, "x": None}
+
+        def check(x):  # stop once the point proves the target or gains too little (room left for F(result))
+            F = consider(x)
+            gain = looked["F"] - F
+            looked.update(F=F, x=x)
+            return proven() or calls >= max_calls - 1 or 0.0 <= gain <= FINISH_STALL * (F - lower)
+
+        x = _finish(oracle, w, pairs, alpha, cell, gc, table, reference=reference, check=check)
+        if x is not None and not (looked["x"] is not None and np.array_equal(x, looked["x"])):
+            consider(x)  # (the last look was at this point when it ended the run)
+        return x
+
     while max_calls - calls - 2 >= 1:  # room for a pass, then up to two oracle calls
         asked = min(BATCH, max_calls - calls - 2)
         passes = sweep().pair_cd(indptr, indices, data, sq, *pairs.arrays, cell, gc, table, alpha, w_run, float(lam),
@@ -243,20 +282,11 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
         settled = dual - last_dual <= target * abs(dual) or converged
         last_dual = max(last_dual, dual)
 
-        def consider(x):  # F(x): one oracle call; the best point so far
-            nonlocal F_best, w_best, calls
-            F = lam * float(x @ x) + oracle(x, counts=False).loss
-            calls += 1
-            if F < F_best:
-                F_best, w_best = F, x
-            return F
-
         consider(w)
-        if settled:  # the dual has stopped moving: put the pairs between the bounds on the margin
-            finished = _finish(oracle, w, pairs, alpha, cell, gc, table)
-            if finished is not None and consider(finished) - lower > target * F_best and calls < max_calls:
-                # and once more with the pairs whose bound the finish's point contradicts
-                consider(_finish(oracle, w, pairs, alpha, cell, gc, table, reference=finished))
+        if settled and not proven():  # the dual has stopped moving: put the pairs between the bounds on the margin
+            finished = finish(w)
+            if finished is not None and not proven() and calls < max_calls - 1:
+                finish(w, reference=finished)  # once more with the pairs whose bound the finish's point contradicts
         rel = (F_best - lower) / F_best if F_best > 0 else 0.0
         elapsed = time.perf_counter() - start
         rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel,
@@ -264,19 +294,14 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
         if verbose:
             print(f"pair_cd  passes {calls:5d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap {rel:.2e}  "
                   f"{elapsed:.2f}s", flush=True)
-        reached = rel <= target
-        if reached and allowance is not None and w_best is not None:  # the gap the certificate will find
-            extra = allowance(w_best) + 2.0 * lam * (lower_rounding or 0.0)
-            if extra <= 0.5 * target * F_best:
-                reached = F_best - lower + extra <= target * F_best
-        if reached or calls >= max_calls or (deadline is not None and elapsed >= deadline) or converged:
+        if proven() or calls >= max_calls or (deadline is not None and elapsed >= deadline) or converged:
             break
     if w_best is None:
         w_best = np.zeros(n)
     return w_best, F_best, lower, w_lower, calls, rows, lower_rounding
 
 
-def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None):
+def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None, check=None):
     """``w + x`` with ``x`` the least-norm solution of ``D_F x = 1 - D_F w`` (least squares when it has none), ``F``
     the pairs with ``0 < α_i < c_i`` (None when there are none): conjugate gradients on the normal equations
     ``D_Fᵀ D_F x = D_Fᵀ (1 - D_F w)`` from ``x = 0`` (CGLS's iterates, in the span of ``D_Fᵀ``), at most
@@ -294,7 +319,10 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None):
     λ = 0.05, 33 of them held the gap at 8.9e-7 for 100 passes, and this step closed it to 1e-11). Conjugate
     gradients then start from ``reference - w``: an earlier finish's ``x`` lies in the span of its own ``D_Fᵀ``, which
     this ``F`` contains, so the iterates reach the same least-norm solution (in general, the solution nearest
-    ``reference``), in 10-16 % fewer products on the sparse shape."""
+    ``reference``), in 10-16 % fewer products on the sparse shape.
+
+    ``check(point)``, when given, is called every :data:`FINISH_CHECK` iterations with the point ``w + x`` so far;
+    True ends the run there (the caller's test of the target)."""
     m = oracle.n_documents
     sums = np.empty(m)
     room = int(FINISH_LIST * (m + w.shape[0]))
@@ -319,4 +347,6 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None):
 
     # the normal residual at x = 0 is D_Fᵀ r, r = 1 - D_F w; conjugate gradients to 1e-10 of it
     x0 = None if reference is None else reference - w
-    return w + _cg(normal_product, oracle.gradient(sums), 1e-10, FINISH_ITERATIONS, x0=x0)
+    look = None if check is None else (lambda x: check(w + x))
+    return w + _cg(normal_product, oracle.gradient(sums), 1e-10, FINISH_ITERATIONS, x0=x0, check=look,
+                   every=FINISH_CHECK)
