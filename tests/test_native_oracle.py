@@ -82,6 +82,23 @@ def test_oracle_equals_explicit_pairs(seed, integer, sparse):
     assert r.gradient @ w + r.violated_weight == pytest.approx(loss, rel=1e-10, abs=1e-10)
 
 
+@pytest.mark.parametrize("seed, integer, sparse", CASES[::3])
+def test_loss_alone_is_the_full_evaluations_loss(seed, integer, sparse):
+    """``oracle.loss(w)``: the explicit pairs' loss, and bit for bit the full evaluation's (sorted from the last
+    order, and from scratch); NaN scores are refused as there."""
+    data, pairs, tau, mu, w = random_instance(seed, integer=integer, sparse=sparse)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, tau, mu))
+    loss = explicit(pairs, pair_weights(pairs, tau, mu), w)[0]
+    for point in (w, 0.5 * w):
+        full = oracle(point, counts=False).loss
+        assert oracle.loss(point) == full
+        oracle.reset_order()
+        assert oracle.loss(point) == full
+    assert oracle.loss(w) == pytest.approx(loss, rel=1e-12, abs=1e-12)
+    with pytest.raises(ValidationError, match="NaN"):
+        oracle.loss(np.full(3, np.nan))
+
+
 def test_integer_instances_have_margins_exactly_one():
     """The tie cases the test above relies on do occur."""
     hits = 0

@@ -232,6 +232,7 @@ def _cg(matvec, b, tol, max_iter=500, x0=None, check=None, every=25):
     else:
         x = np.array(x0, dtype=np.float64)
         r = b - matvec(x)
+    del b, x0  # (the caller's temporaries go now: a finish looks at F beside these vectors)
     p = r.copy()
     rr = float(r @ r)
     for it in range(max_iter):
@@ -248,6 +249,7 @@ def _cg(matvec, b, tol, max_iter=500, x0=None, check=None, every=25):
         p *= rr_new / rr
         p += r
         rr = rr_new
+        del Ap
     return x
 
 

@@ -379,6 +379,23 @@ class PairFreeOracle:
         rounding = _EPS * (W + float(np.dot(np.abs(v_o), np.abs(shifted))))
         return OracleResult(max(loss, 0.0), W, None, v, table, rounding, self.grades, self.query_ids)
 
+    def loss(self, w) -> float:
+        """The loss alone at ``w``: :meth:`evaluate_scores`' value, bit for bit, without the subgradient, the counts
+        or the rounding estimate, and with at most five vectors of length ``m`` alive at once (eight there): a
+        look at ``F`` beside other work, as in :mod:`cvxrank.native.pair_cd`'s finish."""
+        s = self.scores(w)
+        if not np.all(np.isfinite(s)):
+            raise ValidationError("the scores have a NaN or infinite value")
+        order = self._order(s)
+        s_o = s[order]
+        del s
+        W, v_o = self._violations(s_o, order)[:2]
+        del order
+        shifted = s_o[self._start]  # the loss is invariant to a shift per query; smaller terms
+        np.subtract(s_o, shifted, out=shifted)
+        del s_o
+        return max(W + float(np.dot(v_o, shifted)), 0.0)
+
     def _violations(self, s_o, order, *, counts: bool = False, lo: bool = False, s_band=None):
         """``(W, v_o, counts, p_lo, p_out)`` at the sorted scores ``s_o`` (margin 1): :meth:`_sums` over the
         ranges of :meth:`_bounds`; ``p_lo`` when ``lo`` or ``s_band`` is given, else None; with ``s_band``

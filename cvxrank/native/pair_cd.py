@@ -67,6 +67,9 @@ FINISH_LIST = 0.5
 FINISH_CHECK = 25
 #: See :data:`FINISH_CHECK`.
 FINISH_STALL = 0.01
+#: A look tests the target with the primal rounding allowance at the finish's start plus this share (the allowance
+#: moves little over a finish); the phase's loop then tests the finish's point with its own.
+FINISH_ALLOWANCE = 0.05
 
 
 #: Most pairs :func:`all_pairs` forms at a time (its temporaries: about 40 bytes each).
@@ -235,34 +238,39 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     w_best, F_best, w_lower, lower_rounding = None, upper, None, None
     calls, rows, last_dual = 0, [], -np.inf
 
-    def consider(x):  # F(x): one oracle call; the best point so far
+    def consider(x):  # F(x): one oracle call (the loss alone); the best point so far
         nonlocal F_best, w_best, calls
-        F = lam * float(x @ x) + oracle(x, counts=False).loss
+        F = lam * float(x @ x) + oracle.loss(x)
         calls += 1
         if F < F_best:
             F_best, w_best = F, x
         return F
 
-    def proven():  # the target, with the allowances the certificate will add (unless they take over half of it)
+    def proven(estimate=None):  # the target, with the certificate's allowances (unless they take over half of it)
         if not F_best - lower <= target * F_best:
             return False
         if allowance is None or w_best is None:
             return True
-        extra = allowance(w_best) + 2.0 * lam * (lower_rounding or 0.0)
+        extra = (allowance(w_best) if estimate is None else estimate) + 2.0 * lam * (lower_rounding or 0.0)
         return extra > 0.5 * target * F_best or F_best - lower + extra <= target * F_best
 
     def finish(w, reference=None):  # F at the finish's point; its CG looks at F every FINISH_CHECK products
-        looked = {"F": np.inf, "x": None}
+        looked = {"F": np.inf, "ended": False}
+        # the primal allowance at w (a little more), made before the finish's vectors: its temporaries beside them
+        # would pass the memory of the phase's other steps; the loop checks the finish's point exactly
+        estimate = None if allowance is None else (1.0 + FINISH_ALLOWANCE) * allowance(w)
 
         def check(x):  # stop once the point proves the target or gains too little (room left for F(result))
             F = consider(x)
             gain = looked["F"] - F
-            looked.update(F=F, x=x)
-            return proven() or calls >= max_calls - 1 or 0.0 <= gain <= FINISH_STALL * (F - lower)
+            looked["F"] = F
+            looked["ended"] = (proven(estimate) or calls >= max_calls - 1
+                               or 0.0 <= gain <= FINISH_STALL * (F - lower))
+            return looked["ended"]
 
         x = _finish(oracle, w, pairs, alpha, cell, gc, table, reference=reference, check=check)
-        if x is not None and not (looked["x"] is not None and np.array_equal(x, looked["x"])):
-            consider(x)  # (the last look was at this point when it ended the run)
+        if x is not None and not looked["ended"]:  # (a look that ended the run was at this point)
+            consider(x)
         return x
 
     while max_calls - calls - 2 >= 1:  # room for a pass, then up to two oracle calls
@@ -346,7 +354,6 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None, check=N
         return oracle.gradient(sums)
 
     # the normal residual at x = 0 is D_Fᵀ r, r = 1 - D_F w; conjugate gradients to 1e-10 of it
-    x0 = None if reference is None else reference - w
     look = None if check is None else (lambda x: check(w + x))
-    return w + _cg(normal_product, oracle.gradient(sums), 1e-10, FINISH_ITERATIONS, x0=x0, check=look,
-                   every=FINISH_CHECK)
+    return w + _cg(normal_product, oracle.gradient(sums), 1e-10, FINISH_ITERATIONS,
+                   x0=None if reference is None else reference - w, check=look, every=FINISH_CHECK)
