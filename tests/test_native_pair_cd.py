@@ -335,6 +335,46 @@ def test_on_by_default_for_sparse_data_with_more_features_than_documents():
 
 
 @compiled
+def test_by_default_the_planes_go_first_and_pair_cd_takes_over_when_they_lag(monkeypatch):
+    """``pair_cd=None`` on sparse data with many features: the planes first, at most PAIR_CD_PLANES of them. At a
+    large λ they certify alone; at a small one pair_cd takes over once they are above PAIR_CD_GAP after
+    PAIR_CD_AFTER calls, or above the target after PAIR_CD_LATEST calls. Every result is Clarabel's."""
+    import importlib
+
+    module = importlib.import_module("cvxrank.native.cutting_plane")  # (the package exports a function of that name)
+
+    wide = make_ranking(n_queries=4, docs_per_query=(6, 10), n_features=2500, density=0.01, random_state=0)
+    wide = RankingData(sp.csr_matrix(wide.X), y=wide.y, qid=wide.qid)
+
+    def planes_then_pairs(res):  # the planes' rows before pair_cd's first (its rows carry a band size)
+        phase = res.history["band"].notna().to_numpy() if "band" in res.history else np.zeros(len(res.history), bool)
+        return res.history[~phase], res.history[phase]
+
+    large = solve(RankingProblem(wide, mu="balanced", lam=50.0), "cutting_plane", tol=1e-8)
+    assert large.status == "optimal" and large.certificate.kind == "cutting-plane bound"
+    assert planes_then_pairs(large)[1].empty
+    assert_agree(large, _clarabel(wide, 50.0))
+
+    small = solve(RankingProblem(wide, mu="balanced", lam=0.5), "cutting_plane", tol=1e-8)
+    assert small.status == "optimal" and small.certificate.kind == "pairwise dual bound"
+    planes, pairs = planes_then_pairs(small)
+    before = planes[planes.index < pairs.index[0]]
+    assert before["oracle_calls"].max() >= module.PAIR_CD_AFTER
+    assert before["relative_gap"].min() > module.PAIR_CD_GAP
+    assert_agree(small, _clarabel(wide, 0.5))
+
+    monkeypatch.setattr(module, "PAIR_CD_GAP", 1.0)  # never lagging by their gap: the planes until PAIR_CD_LATEST
+    monkeypatch.setattr(module, "PAIR_CD_LATEST", 40)
+    late = solve(RankingProblem(wide, mu="balanced", lam=0.5), "cutting_plane", tol=1e-8)
+    planes, pairs = planes_then_pairs(late)
+    before = planes[planes.index < pairs.index[0]]
+    assert before["oracle_calls"].max() >= 40 and before["relative_gap"].min() > 1e-8
+    assert planes["planes"].max() <= module.PAIR_CD_PLANES
+    assert late.status == "optimal" and late.certificate.kind == "pairwise dual bound"
+    assert_agree(late, small)
+
+
+@compiled
 def test_over_the_memory_budget_the_planes_go_on(monkeypatch):
     """The pairs would not fit (their bytes made larger than any budget): the planes certify instead."""
     import cvxrank.native.pair_cd as module

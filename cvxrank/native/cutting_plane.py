@@ -249,14 +249,16 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         20,000-feature instance of ``cvxrank bench native --instances shapes`` it was slower than the planes
         alone (docs/native.md, "Measurements (2026-11-26): Hessian-free Newton").
     pair_cd : bool or None, default None
-        After the first plane, dual coordinate descent over the pairs with exact finishes on the margin
+        Dual coordinate descent over the pairs with exact finishes on the margin
         (:func:`~cvxrank.native.pair_cd.pair_cd`) instead of the Newton phase: for a sparse ``X`` with at least as
         many features as documents, where the data are separable and the margin degenerate (the sparse 20,000-feature
-        shape of ``cvxrank bench native --instances shapes``). None: on for a CSR ``X`` with more than
-        :data:`NEWTON_MAX_FEATURES` features and at least as many features as documents (unless ``hessian_free``);
-        True: on for any CSR ``X``; False: off. It needs a local oracle with the papers' margin of 1, the compiled
-        sweeps and 12 bytes a pair in the memory budget (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the
-        solve goes on without it. A pass over the pairs counts as an oracle call for ``max_iter``.
+        shape of ``cvxrank bench native --instances shapes``). None: for a CSR ``X`` with more than
+        :data:`NEWTON_MAX_FEATURES` features and at least as many features as documents (unless ``hessian_free``),
+        the planes first (at most :data:`PAIR_CD_PLANES` unless ``max_planes`` is given), and pair_cd once they lag
+        (:data:`PAIR_CD_AFTER`); True: from the first plane on, for any CSR ``X``; False: off. It needs a local
+        oracle with the papers' margin of 1, the compiled sweeps and 12 bytes a pair in the memory budget
+        (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the solve goes on without it. A pass over the
+        pairs counts as an oracle call for ``max_iter``.
     allowance : callable, optional
         ``w ↦`` the float64 rounding allowance a certificate adds for the objective at ``w`` (scale of (9)):
         :func:`~cvxrank.native.pair_cd.pair_cd` then aims at the gap the certificate will find (``solve`` passes
@@ -288,15 +290,21 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         raise ValidationError(f"hessian_free must be True or False, got {hessian_free!r}")
     if pair_cd is not None and not isinstance(pair_cd, (bool, np.bool_)):
         raise ValidationError(f"pair_cd must be True, False or None (automatic), got {pair_cd!r}")
-    if pair_cd is None:  # automatic: sparse data with many features, at least one per document (separable)
+    automatic = pair_cd is None
+    if automatic:  # sparse data with many features, at least one per document (separable)
         n, m = oracle.n_features, oracle.n_documents
         pair_cd = not hessian_free and n > NEWTON_MAX_FEATURES and n >= m
+    use_pair_cd = bool(pair_cd) and _pair_cd_fits(oracle)
+    pair_cd_after = 0  # the planes' oracle calls before pair_cd
+    if automatic and use_pair_cd:  # the planes first, a few of them; pair_cd when they lag
+        pair_cd_after = PAIR_CD_AFTER
+        if max_planes is None and not keep_points:
+            max_planes = PAIR_CD_PLANES
     with blas_threads(threads):
         newton = (newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle, hessian_free)
                   else None)
         return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
-                    stall_after, keep_points, verbose, newton, max_planes, bool(pair_cd) and _pair_cd_fits(oracle),
-                    allowance)
+                    stall_after, keep_points, verbose, newton, max_planes, use_pair_cd, allowance, pair_cd_after)
 
 
 #: Most features for the Newton phase: each of its steps solves a dense ``n x n`` system and forms
@@ -305,6 +313,20 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
 #: sparse data) the planes, ``O(nnz(X))`` per call, go on alone.
 NEWTON_MAX_FEATURES = 2000
 
+
+#: With ``pair_cd=None`` (automatic) the planes run first, with at most :data:`PAIR_CD_PLANES` planes unless
+#: ``max_planes`` says otherwise, and :func:`~cvxrank.native.pair_cd.pair_cd` takes over when their certified
+#: relative gap is above :data:`PAIR_CD_GAP` after :data:`PAIR_CD_AFTER` oracle calls, or above the target after
+#: :data:`PAIR_CD_LATEST`. On the sparse 20,000-feature shape the planes (16 of them) certified λ = 500 in 133 calls
+#: and 0.2 s, where pair_cd took 0.86 s, and λ = 5,000 in 12 calls (0.35 s); at λ ≤ 200 their gap after 20 calls
+#: was 2.5e-2 or more and they had not certified 1e-6 after 1,500 calls (docs/native.md, "Measurements
+#: (2026-11-26, last)").
+PAIR_CD_AFTER = 20
+PAIR_CD_GAP = 1e-3
+PAIR_CD_LATEST = 400
+#: See :data:`PAIR_CD_AFTER`: 16 planes of ``n`` floats (0.86x the CSR matrix at λ = 500 on that shape; unbounded,
+#: the bundle took the peak to 5x).
+PAIR_CD_PLANES = 16
 
 #: Room left below ``tol`` for the door's rounding allowance: the solver stops at ``(1 - TOL_ROOM) tol``, or at
 #: ``tol - ROUNDING_ROOM`` when that is lower (the allowance was 5e-10 to 7.6e-10 relative on the shapes measured),
@@ -362,12 +384,14 @@ def _plane_limit(max_planes, keep_points):
 
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
-         keep_points, verbose, newton_gap=None, max_planes=None, use_pair_cd=False, allowance=None) -> CuttingPlaneRun:
+         keep_points, verbose, newton_gap=None, max_planes=None, use_pair_cd=False, allowance=None,
+         pair_cd_after=0) -> CuttingPlaneRun:
     start = time.perf_counter()
     calls, newton_done, w_lower = 1, newton_gap is None, None
     n = w.shape[0]
-    # with pair_cd the planes are a fallback: room for a few (each n floats), doubled when needed
-    bundle = Bundle(n, lam, keep_points=keep_points, max_planes=max_planes, capacity=4 if use_pair_cd else 64)
+    # with pair_cd at once the planes are a fallback: room for a few (each n floats), doubled when needed
+    first = use_pair_cd and not pair_cd_after
+    bundle = Bundle(n, lam, keep_points=keep_points, max_planes=max_planes, capacity=4 if first else 64)
     best_F, best_w = np.inf, w
     lower, lower_beta, lower_u, lower_points = 0.0, np.array([1.0]), np.zeros(n), None
     lower_rounding = None  # the bound's own rounding allowance, when a phase computed one (pair_cd)
@@ -399,10 +423,16 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         # Hessian-free (many features): only from newton_gap on; from the planes' first null step (relative gap
         # near 1 on the sparse 20,000-feature instance) its damped steps made little progress
         phase = None
-        if use_pair_cd and rel > target:  # the pairs' dual from the first plane on (sparse data, many features)
+        # the pairs' dual from the first plane on (sparse data, many features), or once the planes lag: above
+        # PAIR_CD_GAP after pair_cd_after calls, or short of the target after PAIR_CD_LATEST
+        if use_pair_cd and rel > target and (not pair_cd_after or (calls >= pair_cd_after and rel > PAIR_CD_GAP)
+                                             or calls >= PAIR_CD_LATEST):
             from cvxrank.native.pair_cd import pair_cd
 
             use_pair_cd, newton_done = False, True
+            if pair_cd_after:  # the planes' memory back before the pairs' (their bound is kept in lower, lower_u)
+                bundle = Bundle(n, lam, keep_points=keep_points, max_planes=max_planes, capacity=4)
+                w = w_model = r = None  # (made again after the phase if the planes go on)
             phase = pair_cd(oracle, lam, upper=best_F, lower=lower, target=target, max_calls=max_iter - calls,
                             deadline=time_limit, verbose=verbose, start=start, allowance=allowance)
         elif not newton_done and (rel <= newton_gap or (null_step and n <= NEWTON_MAX_FEATURES)) and rel > target:
