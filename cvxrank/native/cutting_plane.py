@@ -218,7 +218,8 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     prune_after : int, default 50
         Drop a plane after this many consecutive inner solves with ``β_k = 0``.
     max_planes : int, optional
-        Most planes the bundle holds (at least 4; default: no limit); beyond, the lighter ones are aggregated
+        Most planes the bundle holds (at least 4; default: no limit, or :data:`PAIR_CD_PLANES` while the planes go
+        before an automatic ``pair_cd``); beyond, the lighter ones are aggregated
         (:class:`~cvxrank.native.bundle.Bundle`), so the planes' memory stays ``max_planes x n`` floats: for
         sparse data with many features, where the planes outweigh ``X``. It costs oracle calls where the model
         needs more planes than that (docs/native.md, "Measurements"). Not with ``keep_points``.
