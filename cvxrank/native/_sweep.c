@@ -862,16 +862,12 @@ static inline double rows_dot(const int64_t *ip, const int32_t *ind, const doubl
 {
     int64_t i = ip[a], j = ip[b];
     double s = 0.0;
-    while (i < ip[a + 1] && j < ip[b + 1]) { /* sorted indices: a merge */
-        if (ind[i] == ind[j]) {
-            s += val[i++] * val[j++];
-        }
-        else if (ind[i] < ind[j]) {
-            i++;
-        }
-        else {
-            j++;
-        }
+    const int64_t ie = ip[a + 1], je = ip[b + 1];
+    while (i < ie && j < je) { /* sorted indices: a merge, without branches on the indices */
+        int32_t x = ind[i], y = ind[j];
+        s += x == y ? val[i] * val[j] : 0.0;
+        i += x <= y;
+        j += y <= x;
     }
     return s;
 }
