@@ -97,6 +97,52 @@ def test_agrees_with_clarabel_and_every_bound_is_below_the_optimum(make, lam):
     assert res.certificate.kind in ("pairwise dual bound", "cutting-plane bound")
 
 
+def _descent_inputs(data):
+    """What the compiled descent reads, as :func:`cvxrank.native.pair_cd.pair_cd` makes it."""
+    from cvxrank.native.pair_cd import _csr, _row_norms
+
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    indptr, indices, values = _csr(oracle.X)
+    pairs = all_pairs(oracle)
+    gc = np.asarray(oracle._gc, dtype=np.int64)
+    cell = (oracle._qc * oracle._G + gc) * oracle._G
+    table = np.ascontiguousarray(oracle.values, dtype=np.float64).ravel()
+    return oracle, (indptr, indices, values, _row_norms(indptr, values)), pairs, cell, gc, table
+
+
+@compiled
+def test_the_descent_carries_its_shrinking_from_call_to_call():
+    """Two passes a call with the shrinking carried over reach the optimum that Clarabel finds (every ``α`` in its
+    box, the dual value from ``α`` alone), with pairs shrunk between calls; a count that does not fit its block is
+    an internal error."""
+    from cvxrank.native.kernels import sweep
+
+    data, lam = _narrow(2), 0.5
+    ref = _clarabel(data, lam)
+    oracle, csr, pairs, cell, gc, table = _descent_inputs(data)
+    alpha, w = np.zeros(pairs.n_pairs), np.zeros(data.n_features)
+    state = np.array([1], dtype=np.uint64)
+    active, limits = np.full(pairs.starts.shape[0], -1, dtype=np.int64), np.empty(2)
+    shrunk = False
+    for _ in range(2000):  # (about 1,800 passes: the descent is slow on these pairs, not the point here)
+        done = sweep().pair_cd(*csr, *pairs.arrays, cell, gc, table, alpha, w, lam, 2, state, 1e-12, active, limits)
+        shrunk |= bool(np.all(active >= 0)) and int(active.sum()) < pairs.n_pairs  # written back
+        if done < 2:
+            break
+    assert done < 2 and shrunk  # converged, after calls that began with pairs left out
+    c = table[cell[pairs.documents()[0]] + gc[pairs.documents()[1]]]
+    assert np.all((alpha >= 0) & (alpha <= c))
+    v, V = np.zeros(data.n_documents), np.zeros(data.n_documents)
+    sweep().pair_sums(*pairs.arrays, alpha, v, V)
+    u = oracle.gradient(v)
+    dual = float(alpha.sum()) - float(u @ u) / (4 * lam)
+    assert dual == pytest.approx(2 * lam * ref.qp_objective, rel=1e-7)
+    bad = active.copy()
+    bad[0] = np.diff(pairs.blocks)[0] + 1
+    with pytest.raises(ValueError, match="internal error: an active count"):
+        sweep().pair_cd(*csr, *pairs.arrays, cell, gc, table, alpha, w, lam, 1, state, 1e-12, bad, limits)
+
+
 @compiled
 def test_separable_optimum_is_the_same_w_for_every_small_lambda():
     """Hard margin: below some λ the optimum is one ``w`` and ``L* = λ‖w‖²`` (every pair at margin 1 or above)."""

@@ -838,7 +838,7 @@ static int get_pairs(PyObject **o, Arr *a, int writable, Py_ssize_t m, Pairs *p)
 }
 
 /* pair_cd(indptr, indices, data, sqnorm, docs, starts, blocks, lb, lw, cell, grade, table, alpha, w, lam, passes,
- *         state, eps) -> passes done
+ *         state, eps[, active, limits]) -> passes done
  * Dual coordinate descent (Hsieh et al. 2008) on the dual of (9) over the pairs (Pairs above), for a CSR X (int64
  * indptr, int32 sorted indices, float64 data; sqnorm the squared norms of its rows):
  *   max_{0 <= alpha_i <= c_i} sum_i alpha_i - lam ||w||^2,  w = sum_i alpha_i (x_better_i - x_worse_i) / (2 lam),
@@ -848,7 +848,10 @@ static int get_pairs(PyObject **o, Arr *a, int writable, Py_ssize_t m, Pairs *p)
  * state in state[0]) and visits them in rounds: PAIR_BURST pairs of each query in turn, the queries in a random
  * order. It shrinks, as Hsieh et al., a pair at a bound whose gradient points out of the box by more than the last
  * pass's extreme projected gradients (to the end of its block); when the active pairs' projected gradients span at
- * most eps, the shrunk pairs come back, and the run stops if none had been shrunk. */
+ * most eps, the shrunk pairs come back, and the run stops if none had been shrunk. With active (int64, one count a
+ * query) and limits (float64, 2), the shrinking carries over between calls: a call starts from the counts of
+ * active pairs and the two thresholds there (none shrunk while active[0] < 0) and writes back its own, so that a
+ * caller that looks at the bounds every few passes does not visit every pair again after each look. */
 static inline double row_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t r, const double *w)
 {
     double s = 0.0;
@@ -892,36 +895,42 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     PyObject *o[17];
     double lam, eps;
     Py_ssize_t passes;
-    Arr a[16];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOdnOd", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &o[10], &o[11], &o[12], &o[13], &lam, &passes, &o[14], &eps)) {
+    Arr a[17];
+    o[15] = o[16] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOdnOd|OO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &lam, &passes, &o[14], &eps, &o[15], &o[16])) {
         return NULL;
     }
-    Py_ssize_t m1 = first(o[0], a, 16, "indptr");
+    Py_ssize_t m1 = first(o[0], a, 17, "indptr");
     if (m1 < 1) {
         if (m1 == 0) {
             PyErr_SetString(PyExc_ValueError, "internal error: indptr is empty");
-            release(a, 16);
+            release(a, 17);
         }
         return NULL;
     }
     Py_ssize_t m = m1 - 1;
     const int64_t *ip = a[0].buf.buf;
     if (ip[0] != 0 || ip[m] < 0) {
-        return done(a, 16, "internal error: indptr does not start at 0");
+        return done(a, 17, "internal error: indptr does not start at 0");
     }
     Py_ssize_t nnz = ip[m];
     Pairs pr;
     if (get(o[1], &a[1], 0, 4, nnz, "indices") || get(o[2], &a[2], 0, 8, nnz, "data") ||
         get(o[3], &a[3], 0, 8, m, "sqnorm") || get_pairs(o + 4, a + 4, 1, m, &pr)) {
-        release(a, 16);
+        release(a, 17);
         return NULL;
     }
     Py_ssize_t P = pr.P, Q = pr.Q;
     if (get(o[9], &a[9], 0, 8, m, "cell") || get(o[10], &a[10], 0, 8, m, "grade") ||
         get(o[11], &a[11], 0, 8, 1, "table") || get(o[12], &a[12], 1, 8, P, "alpha") ||
-        get(o[13], &a[13], 1, 8, 1, "w") || get(o[14], &a[14], 1, 8, 1, "state")) {
-        release(a, 16);
+        get(o[13], &a[13], 1, 8, 1, "w") || get(o[14], &a[14], 1, 8, 1, "state") ||
+        get(o[15], &a[15], 1, 8, Q, "?active") || get(o[16], &a[16], 1, 8, 2, "?limits") ||
+        a[15].held != a[16].held) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "internal error: active and limits go together");
+        }
+        release(a, 17);
         return NULL;
     }
     const int32_t *ind = a[1].buf.buf;
@@ -931,34 +940,43 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     uint64_t *state = a[14].buf.buf;
     Py_ssize_t n = a[13].buf.len / 8, n_tab = a[11].buf.len / 8;
     if (!(lam > 0) || passes < 0) {
-        return done(a, 16, "internal error: lam must be positive and passes non-negative");
+        return done(a, 17, "internal error: lam must be positive and passes non-negative");
     }
     for (Py_ssize_t k = 0; k < m; k++) {
         if (ip[k + 1] < ip[k]) {
-            return done(a, 16, "internal error: indptr decreases");
+            return done(a, 17, "internal error: indptr decreases");
         }
     }
     for (Py_ssize_t k = 0; k < nnz; k++) {
         if (ind[k] < 0 || ind[k] >= n) {
-            return done(a, 16, "internal error: a column index out of range");
+            return done(a, 17, "internal error: a column index out of range");
         }
     }
     for (Py_ssize_t d = 0; d < m; d++) {
         if (cell[d] < 0 || grade[d] < 0) {
-            return done(a, 16, "internal error: a negative cell or grade");
+            return done(a, 17, "internal error: a negative cell or grade");
         }
     }
     for (Py_ssize_t q = 0; q < Q; q++) {
         for (int64_t i = pr.blocks[q]; i < pr.blocks[q + 1]; i++) {
             if (cell[better_of(&pr, q, i)] + grade[worse_of(&pr, q, i)] >= n_tab || !(al[i] >= 0)) {
-                return done(a, 16, "internal error: a pair's cell out of the table or a negative alpha");
+                return done(a, 17, "internal error: a pair's cell out of the table or a negative alpha");
+            }
+        }
+    }
+    int64_t *kept_active = a[15].held ? a[15].buf.buf : NULL;
+    double *limits = a[16].held ? a[16].buf.buf : NULL;
+    if (kept_active && Q > 0 && kept_active[0] >= 0) {
+        for (Py_ssize_t q = 0; q < Q; q++) {
+            if (kept_active[q] < 0 || kept_active[q] > pr.blocks[q + 1] - pr.blocks[q]) {
+                return done(a, 17, "internal error: an active count out of its block");
             }
         }
     }
     /* per query: its active pairs, its place in the pass's order, the next pair of its block; the live queries */
     int64_t *act = malloc(sizeof(int64_t) * (size_t)(4 * Q + 1));
     if (!act) {
-        release(a, 16);
+        release(a, 17);
         return PyErr_NoMemory();
     }
     int64_t *perm = act + Q, *cursor = act + 2 * Q, *list = act + 3 * Q;
@@ -972,6 +990,15 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     for (int64_t q = 0; q < Q; q++) {
         act[q] = pr.blocks[q + 1] - pr.blocks[q];
         perm[q] = q;
+    }
+    if (kept_active && Q > 0 && kept_active[0] >= 0) { /* the last call's shrinking goes on (its pairs are at block ends) */
+        active = 0;
+        for (int64_t q = 0; q < Q; q++) {
+            act[q] = kept_active[q];
+            active += act[q];
+        }
+        pg_max_old = limits[0];
+        pg_min_old = limits[1];
     }
     for (Py_ssize_t p = 0; p < passes; p++) {
         done_passes = p + 1;
@@ -1073,9 +1100,16 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
         pg_max_old = pg_max <= 0.0 ? INFINITY : pg_max;
         pg_min_old = pg_min >= 0.0 ? -INFINITY : pg_min;
     }
+    if (kept_active) {
+        for (int64_t q = 0; q < Q; q++) {
+            kept_active[q] = act[q];
+        }
+        limits[0] = pg_max_old;
+        limits[1] = pg_min_old;
+    }
     Py_END_ALLOW_THREADS
     free(act);
-    release(a, 16);
+    release(a, 17);
     return PyLong_FromSsize_t(done_passes);
 }
 

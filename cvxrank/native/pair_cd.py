@@ -13,7 +13,7 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
              \\qquad w(\\alpha) = \\sum_i \\alpha_i d_i / (2\\lambda)\\quad (16),
 
    one pair at a time, exactly, in the compiled sweeps (``_sweep.pair_cd``: a random order inside each query, eight
-   pairs of each query in turn, shrinking). Every ``α`` it
+   pairs of each query in turn, shrinking, carried from one batch of passes to the next). Every ``α`` it
    holds is in the box, so its value is a lower bound on the optimum (weak duality), computed from ``w(α)`` formed
    again from ``α`` (not the running ``w``, which collects rounding).
 2. **An exact finish on the margin.** The dual value converges much faster than ``w(α)`` (a pair violated by ``ε``
@@ -235,6 +235,8 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     v, V = np.zeros(m), np.zeros(m)  # per document: Σ α over its pairs as the better minus as the worse; and the sum
     w_run = np.zeros(n)
     state = np.array([np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)], dtype=np.uint64)
+    # the descent's shrinking from one batch to the next: active pairs per query (none shrunk yet) and thresholds
+    active, limits = np.full(pairs.starts.shape[0], -1, dtype=np.int64), np.empty(2)
     w_best, F_best, w_lower, lower_rounding = None, upper, None, None
     calls, rows, last_dual = 0, [], -np.inf
 
@@ -276,7 +278,7 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     while max_calls - calls - 2 >= 1:  # room for a pass, then up to two oracle calls
         asked = min(BATCH, max_calls - calls - 2)
         passes = sweep().pair_cd(indptr, indices, data, sq, *pairs.arrays, cell, gc, table, alpha, w_run, float(lam),
-                                 asked, state, 1e-12)
+                                 asked, state, 1e-12, active, limits)
         calls += passes
         sweep().pair_sums(*pairs.arrays, alpha, v, V)
         u = oracle.gradient(v)
