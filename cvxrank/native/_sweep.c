@@ -861,16 +861,22 @@ static inline double row_dot(const int64_t *ip, const int32_t *ind, const double
     return s;
 }
 
-static inline double rows_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t a, int64_t b)
+/* <x_a, x_b> by way of a dense scratch vector of zeros (n entries, zeros again on return): row a scattered into it,
+ * row b gathered from it, row a cleared: independent loads and stores, where a merge of the two sorted index lists
+ * is one chain of dependent comparisons (on the sparse shape of the benchmark, the passes of pair_cd took 1.4x the
+ * time with a merge without branches, 2x with one that branched). Repeated indices in a row are summed. */
+static inline double rows_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t a, int64_t b,
+                              double *scratch)
 {
-    int64_t i = ip[a], j = ip[b];
+    for (int64_t k = ip[a]; k < ip[a + 1]; k++) {
+        scratch[ind[k]] += val[k];
+    }
     double s = 0.0;
-    const int64_t ie = ip[a + 1], je = ip[b + 1];
-    while (i < ie && j < je) { /* sorted indices: a merge, without branches on the indices */
-        int32_t x = ind[i], y = ind[j];
-        s += x == y ? val[i] * val[j] : 0.0;
-        i += x <= y;
-        j += y <= x;
+    for (int64_t k = ip[b]; k < ip[b + 1]; k++) {
+        s += val[k] * scratch[ind[k]];
+    }
+    for (int64_t k = ip[a]; k < ip[a + 1]; k++) {
+        scratch[ind[k]] = 0.0;
     }
     return s;
 }
@@ -975,7 +981,10 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     }
     /* per query: its active pairs, its place in the pass's order, the next pair of its block; the live queries */
     int64_t *act = malloc(sizeof(int64_t) * (size_t)(4 * Q + 1));
-    if (!act) {
+    double *scratch = calloc((size_t)n + 1, sizeof(double)); /* zeros: rows_dot's */
+    if (!act || !scratch) {
+        free(act);
+        free(scratch);
         release(a, 17);
         return PyErr_NoMemory();
     }
@@ -1061,7 +1070,7 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
                             pg_min = pg;
                         }
                         if (pg != 0.0) {
-                            double qq = sq[b] + sq[v] - 2.0 * rows_dot(ip, ind, val, b, v);
+                            double qq = sq[b] + sq[v] - 2.0 * rows_dot(ip, ind, val, b, v, scratch);
                             if (qq > 0.0) { /* else two equal rows: the pair's margin is 0 whatever w */
                                 double next = al[s] - g * two_lam / qq;
                                 next = next < 0.0 ? 0.0 : (next > c ? c : next);
@@ -1109,6 +1118,7 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     free(act);
+    free(scratch);
     release(a, 17);
     return PyLong_FromSsize_t(done_passes);
 }
