@@ -144,6 +144,24 @@ def test_the_descent_carries_its_shrinking_from_call_to_call():
 
 
 @compiled
+def test_repeated_indices_in_a_row_are_the_sum_scipy_means():
+    """A CSR matrix that stores each entry as two halves at the same index is the same matrix to scipy: the same
+    optimum (the rows' squared norms of the descent count the sums, not the squares of the parts)."""
+    data = _wide(3)
+    X = sp.csr_matrix(data.X)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    r, c, v = np.tile(rows, 2), np.tile(X.indices, 2), np.tile(X.data / 2, 2)
+    order = np.lexsort((c, r))
+    indptr = np.concatenate(([0], np.cumsum(np.bincount(r, minlength=X.shape[0]))))
+    halves = sp.csr_matrix((v[order], c[order], indptr), shape=X.shape)
+    assert halves.nnz == 2 * X.nnz and abs(halves - X).max() == 0
+    runs = [solve(RankingProblem(RankingData(M, y=data.y, qid=data.qid), lam=0.05), "cutting_plane", tol=1e-9,
+                  pair_cd=True, max_iter=2000) for M in (X, halves)]
+    assert all(res.status == "optimal" for res in runs)
+    assert_agree(runs[1], runs[0])
+
+
+@compiled
 def test_separable_optimum_is_the_same_w_for_every_small_lambda():
     """Hard margin: below some λ the optimum is one ``w`` and ``L* = λ‖w‖²`` (every pair at margin 1 or above)."""
     data = _wide(3)

@@ -180,10 +180,13 @@ def _row_norms(indptr, data, rows=1 << 14):
 
 
 def _csr(X):
-    """``X`` as the compiled pass reads it: int64 ``indptr``, int32 sorted ``indices``, float64 ``data``."""
+    """``X`` as the compiled pass reads it: int64 ``indptr``, int32 sorted ``indices`` (each at most once a row: a
+    repeated one, which scipy sums, would give the rows' squared norms the squares of its parts), float64 ``data``.
+    A copy only when ``X`` has repeated or unsorted indices or other types."""
     X = sp.csr_matrix(X)
-    if not X.has_sorted_indices:
-        X = X.sorted_indices()
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # (also sorts)
     indices = X.indices if X.indices.dtype == np.int32 else X.indices.astype(np.int32)
     data = X.data if X.data.dtype == np.float64 else X.data.astype(np.float64)
     return np.asarray(X.indptr, dtype=np.int64), indices, data
