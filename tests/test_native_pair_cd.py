@@ -162,6 +162,35 @@ def test_repeated_indices_in_a_row_are_the_sum_scipy_means():
 
 
 @compiled
+def test_the_finish_pass_writes_its_pairs_as_bits_and_reads_them_back():
+    """The pass of a finish's products over the pairs inside their box: picked by ``α`` (the bits written, one a
+    pair), then read from the bits alone, the same sums bit for bit, and both the sums over those pairs written out
+    with numpy."""
+    from cvxrank.native.kernels import sweep
+
+    data, lam = _narrow(4), 0.5
+    _, csr, pairs, cell, gc, table = _descent_inputs(data)
+    alpha, w = np.zeros(pairs.n_pairs), np.zeros(data.n_features)
+    sweep().pair_cd(*csr, *pairs.arrays, cell, gc, table, alpha, w, lam, 20, np.array([3], dtype=np.uint64), 1e-12)
+    better, worse = pairs.documents()
+    c = table[cell[better] + gc[worse]]
+    inside = (alpha > 0) & (alpha < c)
+    assert 0 < inside.sum() < pairs.n_pairs
+    s = np.random.default_rng(0).normal(size=data.n_documents)
+    picked, read = np.empty(data.n_documents), np.empty(data.n_documents)
+    mask = np.full((pairs.n_pairs + 63) // 64, 12345, dtype=np.uint64)  # written over, not or-ed into
+    count = sweep().pair_margin_sums(*pairs.arrays, alpha, cell, gc, table, s, 0.5, 2.0, picked, mask, None)
+    bits = np.unpackbits(mask.view(np.uint8), bitorder="little")[:pairs.n_pairs].astype(bool)
+    assert count == inside.sum() and np.array_equal(bits, inside)
+    assert sweep().pair_margin_sums(*pairs.arrays, None, cell, gc, table, s, 0.5, 2.0, read, mask, None) == count
+    assert np.array_equal(picked, read)
+    y = 0.5 + 2.0 * (s[better] - s[worse])
+    expected = (np.bincount(better[inside], y[inside], data.n_documents)
+                - np.bincount(worse[inside], y[inside], data.n_documents))
+    np.testing.assert_allclose(read, expected, rtol=1e-12, atol=1e-12)
+
+
+@compiled
 def test_separable_optimum_is_the_same_w_for_every_small_lambda():
     """Hard margin: below some λ the optimum is one ``w`` and ``L* = λ‖w‖²`` (every pair at margin 1 or above)."""
     data = _wide(3)
@@ -173,15 +202,12 @@ def test_separable_optimum_is_the_same_w_for_every_small_lambda():
 
 
 @compiled
-@pytest.mark.parametrize("listed", [True, False], ids=["listed", "read from all the pairs"])
-def test_a_finish_takes_the_pairs_its_reference_point_violates(monkeypatch, listed):
+def test_a_finish_takes_the_pairs_its_reference_point_violates():
     """No pair inside its box (α = 0) and a reference point just inside the hard-margin optimum ``w*`` (scaled by
     0.99): the pairs on the margin at ``w*`` are the ones violated there, and the least-norm point that puts them on
     the margin is ``w*`` itself."""
     import cvxrank.native.pair_cd as module
 
-    if not listed:
-        monkeypatch.setattr(module, "FINISH_LIST", 0.0)
     data = _wide(3)
     lam = 0.01
     ref = solve(RankingProblem(data, lam=lam), "cutting_plane", tol=1e-10, pair_cd=True)
@@ -268,13 +294,11 @@ def test_a_finish_ends_once_its_point_proves_the_target(monkeypatch, seed, lam):
 
 
 @compiled
-@pytest.mark.parametrize("layout", ["int32 local indices", "finish over all the pairs"])
-def test_the_other_layouts_give_the_same_solution(monkeypatch, layout):
-    """Pairs held as int32 local indices (queries over LOCAL_MAX documents) and a finish that reads the pairs on the
-    margin from all of them at every product (more than FINISH_LIST (m + n) of them): Clarabel's solution."""
+def test_pairs_as_int32_local_indices_give_the_same_solution(monkeypatch):
+    """Pairs held as int32 local indices (queries over LOCAL_MAX documents): Clarabel's solution."""
     import cvxrank.native.pair_cd as module
 
-    monkeypatch.setattr(module, *(("LOCAL_MAX", 4) if layout == "int32 local indices" else ("FINISH_LIST", 0.0)))
+    monkeypatch.setattr(module, "LOCAL_MAX", 4)
     finishes = []
     original = module._finish
     monkeypatch.setattr(module, "_finish", lambda *args, **kwargs: finishes.append(1) or original(*args, **kwargs))

@@ -1139,7 +1139,7 @@ static PyObject *pair_sums(PyObject *self, PyObject *args)
     }
     Py_ssize_t m = a[6].buf.len / 8;
     Pairs pr;
-    if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "alpha") || get(o[7], &a[7], 1, 8, m, "V")) {
+    if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "?alpha") || get(o[7], &a[7], 1, 8, m, "V")) {
         release(a, 8);
         return NULL;
     }
@@ -1163,47 +1163,57 @@ static PyObject *pair_sums(PyObject *self, PyObject *args)
     return done(a, 8, NULL);
 }
 
-/* pair_margin_sums(docs, starts, blocks, lb, lw, alpha, cell, grade, table, s, a, b, out, f_better, f_worse,
- *                  f_alpha, s_ref) -> count
+/* The position of the lowest set bit of x (x != 0). */
+static inline int lowest_bit(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int k = 0;
+    while (!(x & 1)) {
+        x >>= 1;
+        k++;
+    }
+    return k;
+#endif
+}
+
+/* pair_margin_sums(docs, starts, blocks, lb, lw, alpha, cell, grade, table, s, a, b, out, mask, s_ref) -> count
  * Over the pairs strictly inside their box, 0 < alpha_i < c_i (c_i as in pair_cd): y_i = a + b (s[better_i] -
  * s[worse_i]), out[d] = sum of y_i over the pairs with better = d minus the sum over those with worse = d (out is
  * zeroed first); returns how many such pairs. With s = X z this is D_F^T (a 1 + b D_F z) for
- * the set F of those pairs, without a vector the length of F. f_better, f_worse (int32) and f_alpha (or None) get
- * the first of those pairs' documents and alpha, as many as they hold. With scores s_ref (or None) F also holds the
- * pairs whose bound the margin at s_ref contradicts: alpha_i = 0 with s_ref[better_i] - s_ref[worse_i] < 1, and
- * alpha_i = c_i with it > 1 (an active-set step from the point s_ref came from). */
+ * the set F of those pairs, without a vector the length of F. With scores s_ref (or None) F also holds the pairs
+ * whose bound the margin at s_ref contradicts: alpha_i = 0 with s_ref[better_i] - s_ref[worse_i] < 1, and
+ * alpha_i = c_i with it > 1 (an active-set step from the point s_ref came from). With mask (uint64, a bit a pair, or
+ * None) the pass writes F there, bit i & 63 of word i >> 6 for pair i; with alpha None it reads F from the mask
+ * instead (a pass that skips the weights, grades and s_ref of every pair: one bit a pair where a list of F's
+ * documents would take 8 bytes). */
 static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
 {
-    PyObject *o[15];
+    PyObject *o[13];
     double ca, cb;
-    Arr a[15];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOddOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &ca, &cb, &o[10], &o[11], &o[12], &o[13], &o[14])) {
+    Arr a[13];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOddOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &ca, &cb, &o[10], &o[11], &o[12])) {
         return NULL;
     }
     memset(a, 0, sizeof(a));
     if (get(o[9], &a[9], 0, 8, 0, "s")) {
-        release(a, 15);
+        release(a, 13);
         return NULL;
     }
     Py_ssize_t m = a[9].buf.len / 8;
     Pairs pr;
-    if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "alpha") || get(o[6], &a[6], 0, 8, m, "cell") ||
+    if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "?alpha") || get(o[6], &a[6], 0, 8, m, "cell") ||
         get(o[7], &a[7], 0, 8, m, "grade") || get(o[8], &a[8], 0, 8, 1, "table") || get(o[10], &a[10], 1, 8, m, "out") ||
-        get(o[11], &a[11], 1, 4, 0, "?f_better")) {
-        release(a, 15);
+        get(o[11], &a[11], !a[5].held ? 0 : 1, 8, (pr.P + 63) / 64, a[5].held ? "?mask" : "mask") ||
+        get(o[12], &a[12], 0, 8, m, "?s_ref")) {
+        release(a, 13);
         return NULL;
     }
-    Py_ssize_t room = a[11].held ? a[11].buf.len / 4 : 0;
-    if (get(o[12], &a[12], 1, 4, room, a[11].held ? "f_worse" : "?f_worse") ||
-        get(o[13], &a[13], 1, 8, room, a[11].held ? "f_alpha" : "?f_alpha") || get(o[14], &a[14], 0, 8, m, "?s_ref")) {
-        release(a, 15);
-        return NULL;
-    }
-    const double *sr = a[14].held ? a[14].buf.buf : NULL;
-    int32_t *fb = a[11].held ? a[11].buf.buf : NULL, *fw = a[12].held ? a[12].buf.buf : NULL;
-    double *fa = a[13].held ? a[13].buf.buf : NULL;
-    const double *al = a[5].buf.buf, *tab = a[8].buf.buf, *s = a[9].buf.buf;
+    const double *sr = a[12].held ? a[12].buf.buf : NULL;
+    uint64_t *mask = a[11].held ? a[11].buf.buf : NULL;
+    const double *al = a[5].held ? a[5].buf.buf : NULL, *tab = a[8].buf.buf, *s = a[9].buf.buf;
     const int64_t *cell = a[6].buf.buf, *grade = a[7].buf.buf;
     double *out = a[10].buf.buf;
     Py_ssize_t n_tab = a[8].buf.len / 8;
@@ -1213,7 +1223,31 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
     for (Py_ssize_t d = 0; d < m; d++) {
         out[d] = 0.0;
     }
-    for (int64_t q = 0; q < pr.Q && !bad; q++) {
+    if (mask && al) {
+        for (Py_ssize_t k = 0; k < (pr.P + 63) / 64; k++) {
+            mask[k] = 0;
+        }
+    }
+    if (!al) { /* F read from the mask: its set bits in order, the query of each found from the blocks */
+        int64_t q = 0;
+        for (Py_ssize_t k = 0; k < (pr.P + 63) / 64; k++) {
+            for (uint64_t bits = mask[k]; bits; bits &= bits - 1) {
+                int64_t i = 64 * (int64_t)k + lowest_bit(bits);
+                if (i >= pr.P) {
+                    break;
+                }
+                while (pr.blocks[q + 1] <= i) {
+                    q++;
+                }
+                int64_t b = better_of(&pr, q, i), w = worse_of(&pr, q, i);
+                double y = ca + cb * (s[b] - s[w]);
+                out[b] += y;
+                out[w] -= y;
+                count++;
+            }
+        }
+    }
+    for (int64_t q = 0; q < pr.Q && !bad && al; q++) { /* F picked by alpha (and s_ref) */
         for (int64_t i = pr.blocks[q]; i < pr.blocks[q + 1]; i++) {
             if (!(al[i] > 0.0) && !sr) {
                 continue;
@@ -1231,22 +1265,20 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
             if (!in) {
                 continue;
             }
+            if (mask) {
+                mask[i >> 6] |= (uint64_t)1 << (i & 63);
+            }
             double y = ca + cb * (s[b] - s[w]);
             out[b] += y;
             out[w] -= y;
-            if (count < room) {
-                fb[count] = (int32_t)b;
-                fw[count] = (int32_t)w;
-                fa[count] = al[i];
-            }
             count++;
         }
     }
     Py_END_ALLOW_THREADS
     if (bad) {
-        return done(a, 15, "internal error: a pair's cell out of the table");
+        return done(a, 13, "internal error: a pair's cell out of the table");
     }
-    release(a, 15);
+    release(a, 13);
     return PyLong_FromLongLong((long long)count);
 }
 

@@ -33,7 +33,7 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
 
 Memory beyond ``X``: 12 bytes a pair (``α`` and the two documents as 16-bit indices inside their query, 16 bytes
 when a query holds more than 65,536 documents: :class:`PairBlocks`); the finish holds no vector the length of the
-pairs on the margin unless they are few (:func:`_finish`): :func:`pair_cd_bytes`. On the 20,000 x 20,000 instance
+pairs on the margin, only a bit a pair (:func:`_finish`): :func:`pair_cd_bytes`. On the 20,000 x 20,000 instance
 the peak is 1.83-1.87 times the CSR matrix (3.18 with two int32 documents a pair and CGLS's vectors).
 """
 
@@ -58,9 +58,6 @@ BATCH = 10
 #: Most conjugate-gradient iterations of one finish (work, not time).
 FINISH_ITERATIONS = 500
 
-#: A finish lists the pairs on the margin when they number at most this share of ``m + n`` (16 bytes each), else
-#: reads them from all the pairs at every product.
-FINISH_LIST = 0.5
 
 #: A finish's conjugate gradients look at ``F`` of their point every this many products (an oracle call each) and
 #: stop once it proves the target or gained less than :data:`FINISH_STALL` of its gap since the last look.
@@ -321,10 +318,10 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None, check=N
     :data:`FINISH_ITERATIONS` iterations, until the normal residual ``‖D_Fᵀ (1 - D_F (w + x))‖`` is ``1e-10`` times
     the first: the point nearest ``w`` with every pair of ``F`` exactly on the margin.
 
-    Each product ``D_Fᵀ (a + b D_F z)`` is one pass that picks ``F`` by its ``α`` (``_sweep.pair_margin_sums``),
-    with ``X z`` and ``Xᵀ`` of the per-document sums. When ``F`` holds at most :data:`FINISH_LIST` ``(m + n)``
-    pairs (16 bytes each) the first pass lists them and the others read that list; else every pass reads all the
-    pairs, and no vector the length of ``F`` is formed.
+    Each product ``D_Fᵀ (a + b D_F z)`` is one pass over the pairs (``_sweep.pair_margin_sums``), with ``X z`` and
+    ``Xᵀ`` of the per-document sums. The first pass picks ``F`` by its ``α`` and writes it as a bit a pair; the
+    others read the bits (on the sparse shape of the benchmark, a third of the time of a pass that picks ``F``
+    again; a list of ``F``'s documents, 8 bytes a pair, took the peak from 1.86 to 2.15 times the CSR matrix).
 
     With a ``reference`` point (an earlier finish's), ``F`` also holds the pairs whose bound the margin there
     contradicts: ``α_i = 0`` below the margin and ``α_i = c_i`` above it (one active-set step: after the dual settles,
@@ -338,24 +335,16 @@ def _finish(oracle, w, pairs, alpha, cell, grade, table, reference=None, check=N
     True ends the run there (the caller's test of the target)."""
     m = oracle.n_documents
     sums = np.empty(m)
-    room = int(FINISH_LIST * (m + w.shape[0]))
-    fb, fw, fa = np.empty(room, dtype=np.int32), np.empty(room, dtype=np.int32), np.empty(room)
+    mask = np.empty((pairs.n_pairs + 63) // 64, dtype=np.uint64)  # F, a bit a pair (written by the first pass)
     s_ref = None if reference is None else oracle.scores(reference)
     count = sweep().pair_margin_sums(*pairs.arrays, alpha, cell, grade, table, oracle.scores(w), 1.0, -1.0, sums,
-                                     fb, fw, fa, s_ref)
+                                     mask, s_ref)
+    del s_ref
     if count == 0:
         return None
-    if count <= room:  # the pairs of F as one block of document indices
-        source = (np.arange(m, dtype=np.int32), np.zeros(1, dtype=np.int64), np.array([0, count], dtype=np.int64),
-                  fb[:count], fw[:count]), fa[:count]
-    else:
-        source = pairs.arrays, alpha
-        del fb, fw, fa
 
-    def normal_product(z):  # D_Fᵀ D_F z
-        (arrays, weights) = source
-        sweep().pair_margin_sums(*arrays, weights, cell, grade, table, oracle.scores(z), 0.0, 1.0, sums, None, None,
-                                 None, s_ref)
+    def normal_product(z):  # D_Fᵀ D_F z, F read from the mask
+        sweep().pair_margin_sums(*pairs.arrays, None, cell, grade, table, oracle.scores(z), 0.0, 1.0, sums, mask, None)
         return oracle.gradient(sums)
 
     # the normal residual at x = 0 is D_Fᵀ r, r = 1 - D_F w; conjugate gradients to 1e-10 of it
