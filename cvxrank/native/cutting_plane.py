@@ -319,9 +319,9 @@ NEWTON_MAX_FEATURES = 2000
 #: ``max_planes`` says otherwise, and :func:`~cvxrank.native.pair_cd.pair_cd` takes over when their certified
 #: relative gap is above :data:`PAIR_CD_GAP` after :data:`PAIR_CD_AFTER` oracle calls, or above the target after
 #: :data:`PAIR_CD_LATEST`. On the sparse 20,000-feature shape the planes (16 of them) certified λ = 500 in 133 calls
-#: and 0.2 s, where pair_cd took 0.86 s, and λ = 5,000 in 12 calls (0.35 s); at λ ≤ 200 their gap after 20 calls
-#: was 2.5e-2 or more and they had not certified 1e-6 after 1,500 calls (docs/native.md, "Measurements
-#: (2026-11-26, last)").
+#: and 0.17 s, where pair_cd took 0.46 s, and λ = 5,000 in 12 calls and 0.04 s (pair_cd: 0.22 s); at λ ≤ 200 their
+#: gap after 20 calls was 2.5e-2 or more and they had not certified 1e-6 after 1,500 calls (docs/native.md,
+#: "Measurements (2026-11-26, last)" and "(2026-11-26, close)").
 PAIR_CD_AFTER = 20
 PAIR_CD_GAP = 1e-3
 PAIR_CD_LATEST = 400
