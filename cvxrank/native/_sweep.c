@@ -1139,7 +1139,7 @@ static PyObject *pair_sums(PyObject *self, PyObject *args)
     }
     Py_ssize_t m = a[6].buf.len / 8;
     Pairs pr;
-    if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "?alpha") || get(o[7], &a[7], 1, 8, m, "V")) {
+    if (get_pairs(o, a, 0, m, &pr) || get(o[5], &a[5], 0, 8, pr.P, "alpha") || get(o[7], &a[7], 1, 8, m, "V")) {
         release(a, 8);
         return NULL;
     }
