@@ -144,6 +144,33 @@ def test_the_descent_carries_its_shrinking_from_call_to_call():
 
 
 @compiled
+def test_a_call_leaves_the_pairs_shrunk_before_it_where_they_are():
+    """A pass that starts from carried counts shuffles and visits only each query's active pairs: the shrunk ones
+    at the end of its block stay as they are, where a pass without the counts shuffles the whole block."""
+    from cvxrank.native.kernels import sweep
+
+    data, lam = _narrow(2), 0.5
+    _, csr, pairs, cell, gc, table = _descent_inputs(data)
+    alpha, w = np.zeros(pairs.n_pairs), np.zeros(data.n_features)
+    state = np.array([1], dtype=np.uint64)
+    active, limits = np.full(pairs.starts.shape[0], -1, dtype=np.int64), np.empty(2)
+    sweep().pair_cd(*csr, *pairs.arrays, cell, gc, table, alpha, w, lam, 6, state, 1e-12, active, limits)
+    tail = np.concatenate([np.arange(a + k, b) for a, b, k in zip(pairs.blocks[:-1], pairs.blocks[1:], active)])
+    assert tail.size > 10  # pairs shrunk by the first call
+
+    def rerun(*carried):  # one more pass from copies of the same state; the tail's pairs and α after it
+        lb, lw, al, st = pairs.lb.copy(), pairs.lw.copy(), alpha.copy(), state.copy()
+        arrays = (pairs.docs, pairs.starts, pairs.blocks, lb, lw)
+        sweep().pair_cd(*csr, *arrays, cell, gc, table, al, w.copy(), lam, 1, st, 1e-12,
+                        *(x.copy() for x in carried))
+        return lb[tail], lw[tail], al[tail]
+
+    before = (pairs.lb[tail], pairs.lw[tail], alpha[tail])
+    assert all(np.array_equal(x, y) for x, y in zip(rerun(active, limits), before))
+    assert not all(np.array_equal(x, y) for x, y in zip(rerun(), before))
+
+
+@compiled
 def test_repeated_indices_in_a_row_are_the_sum_scipy_means():
     """A CSR matrix that stores each entry as two halves at the same index is the same matrix to scipy: the same
     optimum (the rows' squared norms of the descent count the sums, not the squares of the parts)."""

@@ -840,7 +840,7 @@ static int get_pairs(PyObject **o, Arr *a, int writable, Py_ssize_t m, Pairs *p)
 /* pair_cd(indptr, indices, data, sqnorm, docs, starts, blocks, lb, lw, cell, grade, table, alpha, w, lam, passes,
  *         state, eps[, active, limits]) -> passes done
  * Dual coordinate descent (Hsieh et al. 2008) on the dual of (9) over the pairs (Pairs above), for a CSR X (int64
- * indptr, int32 sorted indices, float64 data; sqnorm the squared norms of its rows):
+ * indptr, int32 indices, float64 data; sqnorm the squared norms of its rows, so each index at most once a row):
  *   max_{0 <= alpha_i <= c_i} sum_i alpha_i - lam ||w||^2,  w = sum_i alpha_i (x_better_i - x_worse_i) / (2 lam),
  * one coordinate at a time, exactly: alpha_i <- clip(alpha_i - (m_i - 1) 2 lam / ||d_i||^2, 0, c_i) with the margin
  * m_i = <w, d_i>, and w updated on the two rows' entries; c_i = table[cell[better_i] + grade[worse_i]]. A pass
@@ -1186,8 +1186,8 @@ static inline int lowest_bit(uint64_t x)
  * whose bound the margin at s_ref contradicts: alpha_i = 0 with s_ref[better_i] - s_ref[worse_i] < 1, and
  * alpha_i = c_i with it > 1 (an active-set step from the point s_ref came from). With mask (uint64, a bit a pair, or
  * None) the pass writes F there, bit i & 63 of word i >> 6 for pair i; with alpha None it reads F from the mask
- * instead (a pass that skips the weights, grades and s_ref of every pair: one bit a pair where a list of F's
- * documents would take 8 bytes). */
+ * instead (a pass that skips the weights, grades and s_ref of every pair, s_ref not read: one bit a pair where a
+ * list of F's documents would take 8 bytes). */
 static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
 {
     PyObject *o[13];

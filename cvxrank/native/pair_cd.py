@@ -78,11 +78,13 @@ LOCAL_MAX = 1 << 16
 
 def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int, n_features: int = 0, longest: int = 0) -> int:
     """Peak bytes of :func:`pair_cd` beyond ``X``: per pair ``α`` and its local indices (12 bytes, 16 when the
-    ``longest`` query has more than :data:`LOCAL_MAX` documents); the forming of the pairs, :data:`CHUNK` at a
-    time (40 bytes each); per document its position, cells and sums (80); per feature the point and the finish's
-    vectors (48); a float64 copy of a float32 ``X`` (8 per stored entry)."""
+    ``longest`` query has more than :data:`LOCAL_MAX` documents) and a finish's bit (1/8); the forming of the pairs,
+    :data:`CHUNK` at a time (40 bytes each); per document its position, cells and sums (80); per feature the point,
+    the finish's vectors and the pass's scratch vector (56); a copy of ``X`` when it is float32 or has repeated or
+    unsorted indices in a row (12 per stored entry)."""
     per_pair = 16 if longest > LOCAL_MAX else 12
-    return int(per_pair * n_pairs + 40 * min(n_pairs, CHUNK) + 80 * n_documents + 48 * n_features + 8 * nnz)
+    return int(per_pair * n_pairs + n_pairs // 8 + 40 * min(n_pairs, CHUNK) + 80 * n_documents + 56 * n_features
+               + 12 * nnz)
 
 
 class PairBlocks(NamedTuple):
