@@ -58,7 +58,6 @@ BATCH = 10
 #: Most conjugate-gradient iterations of one finish (work, not time).
 FINISH_ITERATIONS = 500
 
-
 #: A finish's conjugate gradients look at ``F`` of their point every this many products (an oracle call each) and
 #: stop once it proves the target or gained less than :data:`FINISH_STALL` of its gap since the last look.
 FINISH_CHECK = 25
