@@ -171,6 +171,41 @@ def test_a_call_leaves_the_pairs_shrunk_before_it_where_they_are():
 
 
 @compiled
+def test_pairs_whose_rows_do_not_meet_take_the_same_steps_without_their_dot_product():
+    """With the 2-bit codes the descent forms ``<x_b, x_w>`` only while a pair's rows are not known to meet on no
+    non-zero entry: the same ``α``, ``w`` and order of the pairs, bit for bit, as without them; each code known
+    after the passes says truly whether the two rows share a non-zero entry (both kinds occur here), and the codes
+    move with their pairs when the passes permute them."""
+    from cvxrank.native.kernels import sweep
+
+    data, lam = _wide(5, n_features=60), 0.05
+    _, csr, pairs, cell, gc, table = _descent_inputs(data)
+    runs = []
+    for codes in (None, np.zeros((pairs.n_pairs + 3) // 4, dtype=np.uint8)):
+        lb, lw = pairs.lb.copy(), pairs.lw.copy()
+        arrays = (pairs.docs, pairs.starts, pairs.blocks, lb, lw)
+        alpha, w, state = np.zeros(pairs.n_pairs), np.zeros(data.n_features), np.array([7], dtype=np.uint64)
+        active, limits = np.full(pairs.starts.shape[0], -1, dtype=np.int64), np.empty(2)
+        for _ in range(3):  # calls that carry the shrinking (and the codes) from one to the next
+            sweep().pair_cd(*csr, *arrays, cell, gc, table, alpha, w, lam, 4, state, 1e-12, active, limits,
+                            *(() if codes is None else (codes,)))
+        runs.append((lb, lw, alpha, w, codes))
+    (lb0, lw0, alpha0, w0, _), (lb1, lw1, alpha1, w1, codes) = runs
+    assert np.array_equal(lb0, lb1) and np.array_equal(lw0, lw1)
+    assert np.array_equal(alpha0, alpha1) and np.array_equal(w0, w1)
+    code = (codes[np.arange(pairs.n_pairs) >> 2] >> ((np.arange(pairs.n_pairs) & 3) * 2)) & 3
+    X = data.X.toarray()
+    starts = np.repeat(pairs.starts, np.diff(pairs.blocks))
+    better, worse = pairs.docs[starts + lb1], pairs.docs[starts + lw1]
+    meet = np.any((X[better] != 0) & (X[worse] != 0), axis=1)
+    assert np.sum(code == 1) > 0 and np.sum(code == 2) > 0
+    assert not np.any(meet[code == 1]) and np.all(meet[code == 2])
+    with pytest.raises(ValueError, match="internal error: array codes"):
+        sweep().pair_cd(*csr, *pairs.arrays, cell, gc, table, alpha0, w0, lam, 1, state, 1e-12, active, limits,
+                        codes[: (pairs.n_pairs - 1) // 4])
+
+
+@compiled
 def test_repeated_indices_in_a_row_are_the_sum_scipy_means():
     """A CSR matrix that stores each entry as two halves at the same index is the same matrix to scipy: the same
     optimum (the rows' squared norms of the descent count the sums, not the squares of the parts)."""

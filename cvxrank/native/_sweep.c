@@ -838,7 +838,7 @@ static int get_pairs(PyObject **o, Arr *a, int writable, Py_ssize_t m, Pairs *p)
 }
 
 /* pair_cd(indptr, indices, data, sqnorm, docs, starts, blocks, lb, lw, cell, grade, table, alpha, w, lam, passes,
- *         state, eps[, active, limits]) -> passes done
+ *         state, eps[, active, limits[, codes]]) -> passes done
  * Dual coordinate descent (Hsieh et al. 2008) on the dual of (9) over the pairs (Pairs above), for a CSR X (int64
  * indptr, int32 indices, float64 data; sqnorm the squared norms of its rows, so each index at most once a row):
  *   max_{0 <= alpha_i <= c_i} sum_i alpha_i - lam ||w||^2,  w = sum_i alpha_i (x_better_i - x_worse_i) / (2 lam),
@@ -851,7 +851,11 @@ static int get_pairs(PyObject **o, Arr *a, int writable, Py_ssize_t m, Pairs *p)
  * most eps, the shrunk pairs come back, and the run stops if none had been shrunk. With active (int64, one count a
  * query) and limits (float64, 2), the shrinking carries over between calls: a call starts from the counts of
  * active pairs and the two thresholds there (none shrunk while active[0] < 0) and writes back its own, so that a
- * caller that looks at the bounds every few passes does not visit every pair again after each look. */
+ * caller that looks at the bounds every few passes does not visit every pair again after each look. With codes
+ * (uint8, 2 bits a pair: code_of; zeros at first, kept by the caller and permuted with the pairs), the dot product
+ * <x_better, x_worse> of an update is formed only while the pair's rows are not known to meet on no non-zero
+ * entry: on sparse rows most pairs never do, and their ||d_i||^2 is then ||x_b||^2 + ||x_w||^2 exactly as before
+ * (the same steps, bit for bit). */
 static inline double row_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t r, const double *w)
 {
     double s = 0.0;
@@ -864,21 +868,50 @@ static inline double row_dot(const int64_t *ip, const int32_t *ind, const double
 /* <x_a, x_b> by way of a dense scratch vector of zeros (n entries, zeros again on return): row a scattered into it,
  * row b gathered from it, row a cleared: independent loads and stores, where a merge of the two sorted index lists
  * is one chain of dependent comparisons (on the sparse shape of the benchmark, the passes of pair_cd took 1.4x the
- * time with a merge without branches, 2x with one that branched). Repeated indices in a row are summed. */
+ * time with a merge without branches, 2x with one that branched). Repeated indices in a row are summed. *met is set
+ * to 1 when an entry gathered was not zero; else every product was 0 and the sum is +0.0 exactly. */
 static inline double rows_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t a, int64_t b,
-                              double *scratch)
+                              double *scratch, int *met)
 {
     for (int64_t k = ip[a]; k < ip[a + 1]; k++) {
         scratch[ind[k]] += val[k];
     }
     double s = 0.0;
+    int any = 0;
     for (int64_t k = ip[b]; k < ip[b + 1]; k++) {
-        s += val[k] * scratch[ind[k]];
+        double x = scratch[ind[k]];
+        any |= x != 0.0;
+        s += val[k] * x;
     }
     for (int64_t k = ip[a]; k < ip[a + 1]; k++) {
         scratch[ind[k]] = 0.0;
     }
+    *met = any;
     return s;
+}
+
+/* The 2-bit code of pair i in pair_cd's codes: 0 not yet known, 1 its two rows meet on no non-zero entry (their dot
+ * product is +0.0, so it need not be formed again), 2 they do. */
+static inline int code_of(const uint8_t *codes, int64_t i)
+{
+    return (codes[i >> 2] >> ((i & 3) * 2)) & 3;
+}
+
+static inline void set_code(uint8_t *codes, int64_t i, int c)
+{
+    int shift = (int)(i & 3) * 2;
+    codes[i >> 2] = (uint8_t)((codes[i >> 2] & ~(3 << shift)) | (c << shift));
+}
+
+/* swap_pair for the codes as well (when there are codes) */
+static inline void swap_coded(Pairs *p, double *al, uint8_t *codes, int64_t i, int64_t j)
+{
+    swap_pair(p, al, i, j);
+    if (codes) {
+        int c = code_of(codes, i);
+        set_code(codes, i, code_of(codes, j));
+        set_code(codes, j, c);
+    }
 }
 
 static inline uint64_t xorshift(uint64_t *s)
@@ -898,33 +931,34 @@ static inline uint64_t xorshift(uint64_t *s)
 
 static PyObject *pair_cd(PyObject *self, PyObject *args)
 {
-    PyObject *o[17];
+    PyObject *o[18];
     double lam, eps;
     Py_ssize_t passes;
-    Arr a[17];
-    o[15] = o[16] = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOdnOd|OO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &lam, &passes, &o[14], &eps, &o[15], &o[16])) {
+    Arr a[18];
+    o[15] = o[16] = o[17] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOdnOd|OOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &lam, &passes, &o[14], &eps, &o[15], &o[16],
+                          &o[17])) {
         return NULL;
     }
-    Py_ssize_t m1 = first(o[0], a, 17, "indptr");
+    Py_ssize_t m1 = first(o[0], a, 18, "indptr");
     if (m1 < 1) {
         if (m1 == 0) {
             PyErr_SetString(PyExc_ValueError, "internal error: indptr is empty");
-            release(a, 17);
+            release(a, 18);
         }
         return NULL;
     }
     Py_ssize_t m = m1 - 1;
     const int64_t *ip = a[0].buf.buf;
     if (ip[0] != 0 || ip[m] < 0) {
-        return done(a, 17, "internal error: indptr does not start at 0");
+        return done(a, 18, "internal error: indptr does not start at 0");
     }
     Py_ssize_t nnz = ip[m];
     Pairs pr;
     if (get(o[1], &a[1], 0, 4, nnz, "indices") || get(o[2], &a[2], 0, 8, nnz, "data") ||
         get(o[3], &a[3], 0, 8, m, "sqnorm") || get_pairs(o + 4, a + 4, 1, m, &pr)) {
-        release(a, 17);
+        release(a, 18);
         return NULL;
     }
     Py_ssize_t P = pr.P, Q = pr.Q;
@@ -932,11 +966,11 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
         get(o[11], &a[11], 0, 8, 1, "table") || get(o[12], &a[12], 1, 8, P, "alpha") ||
         get(o[13], &a[13], 1, 8, 1, "w") || get(o[14], &a[14], 1, 8, 1, "state") ||
         get(o[15], &a[15], 1, 8, Q, "?active") || get(o[16], &a[16], 1, 8, 2, "?limits") ||
-        a[15].held != a[16].held) {
+        get(o[17], &a[17], 1, 1, (P + 3) / 4, "?codes") || a[15].held != a[16].held) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "internal error: active and limits go together");
         }
-        release(a, 17);
+        release(a, 18);
         return NULL;
     }
     const int32_t *ind = a[1].buf.buf;
@@ -946,36 +980,37 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     uint64_t *state = a[14].buf.buf;
     Py_ssize_t n = a[13].buf.len / 8, n_tab = a[11].buf.len / 8;
     if (!(lam > 0) || passes < 0) {
-        return done(a, 17, "internal error: lam must be positive and passes non-negative");
+        return done(a, 18, "internal error: lam must be positive and passes non-negative");
     }
     for (Py_ssize_t k = 0; k < m; k++) {
         if (ip[k + 1] < ip[k]) {
-            return done(a, 17, "internal error: indptr decreases");
+            return done(a, 18, "internal error: indptr decreases");
         }
     }
     for (Py_ssize_t k = 0; k < nnz; k++) {
         if (ind[k] < 0 || ind[k] >= n) {
-            return done(a, 17, "internal error: a column index out of range");
+            return done(a, 18, "internal error: a column index out of range");
         }
     }
     for (Py_ssize_t d = 0; d < m; d++) {
         if (cell[d] < 0 || grade[d] < 0) {
-            return done(a, 17, "internal error: a negative cell or grade");
+            return done(a, 18, "internal error: a negative cell or grade");
         }
     }
     for (Py_ssize_t q = 0; q < Q; q++) {
         for (int64_t i = pr.blocks[q]; i < pr.blocks[q + 1]; i++) {
             if (cell[better_of(&pr, q, i)] + grade[worse_of(&pr, q, i)] >= n_tab || !(al[i] >= 0)) {
-                return done(a, 17, "internal error: a pair's cell out of the table or a negative alpha");
+                return done(a, 18, "internal error: a pair's cell out of the table or a negative alpha");
             }
         }
     }
     int64_t *kept_active = a[15].held ? a[15].buf.buf : NULL;
     double *limits = a[16].held ? a[16].buf.buf : NULL;
+    uint8_t *codes = a[17].held ? a[17].buf.buf : NULL;
     if (kept_active && Q > 0 && kept_active[0] >= 0) {
         for (Py_ssize_t q = 0; q < Q; q++) {
             if (kept_active[q] < 0 || kept_active[q] > pr.blocks[q + 1] - pr.blocks[q]) {
-                return done(a, 17, "internal error: an active count out of its block");
+                return done(a, 18, "internal error: an active count out of its block");
             }
         }
     }
@@ -985,7 +1020,7 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     if (!act || !scratch) {
         free(act);
         free(scratch);
-        release(a, 17);
+        release(a, 18);
         return PyErr_NoMemory();
     }
     int64_t *perm = act + Q, *cursor = act + 2 * Q, *list = act + 3 * Q;
@@ -1021,7 +1056,7 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
             int64_t q = perm[r], base = pr.blocks[q];
             for (int64_t i = 0; i + 1 < act[q]; i++) { /* Fisher-Yates over the active pairs of each query */
                 int64_t j = i + (int64_t)(xorshift(state) % (uint64_t)(act[q] - i));
-                swap_pair(&pr, al, base + i, base + j);
+                swap_coded(&pr, al, codes, base + i, base + j);
             }
             cursor[q] = 0;
             if (act[q] > 0) {
@@ -1059,7 +1094,7 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
                     if (shrink) { /* to the end of its block; the pair moved here is visited next round */
                         act[q]--;
                         active--;
-                        swap_pair(&pr, al, s, base + act[q]);
+                        swap_coded(&pr, al, codes, s, base + act[q]);
                     }
                     else {
                         cursor[q]++;
@@ -1070,7 +1105,16 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
                             pg_min = pg;
                         }
                         if (pg != 0.0) {
-                            double qq = sq[b] + sq[v] - 2.0 * rows_dot(ip, ind, val, b, v, scratch);
+                            double dot = 0.0; /* code 1: the rows meet on no non-zero entry, the dot is +0.0 */
+                            int known = codes ? code_of(codes, s) : 0;
+                            if (known != 1) {
+                                int met;
+                                dot = rows_dot(ip, ind, val, b, v, scratch, &met);
+                                if (codes && !known) {
+                                    set_code(codes, s, met ? 2 : 1);
+                                }
+                            }
+                            double qq = sq[b] + sq[v] - 2.0 * dot;
                             if (qq > 0.0) { /* else two equal rows: the pair's margin is 0 whatever w */
                                 double next = al[s] - g * two_lam / qq;
                                 next = next < 0.0 ? 0.0 : (next > c ? c : next);
@@ -1119,7 +1163,7 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     free(act);
     free(scratch);
-    release(a, 17);
+    release(a, 18);
     return PyLong_FromSsize_t(done_passes);
 }
 

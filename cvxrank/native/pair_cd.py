@@ -13,7 +13,8 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
              \\qquad w(\\alpha) = \\sum_i \\alpha_i d_i / (2\\lambda)\\quad (16),
 
    one pair at a time, exactly, in the compiled sweeps (``_sweep.pair_cd``: a random order inside each query, eight
-   pairs of each query in turn, shrinking, carried from one batch of passes to the next). Every ``α`` it
+   pairs of each query in turn, shrinking, carried from one batch of passes to the next; ``‖d_i‖²`` without the
+   rows' dot product once they are known to meet on no non-zero entry: 2 bits a pair). Every ``α`` it
    holds is in the box, so its value is a lower bound on the optimum (weak duality), computed from ``w(α)`` formed
    again from ``α`` (not the running ``w``, which collects rounding).
 2. **An exact finish on the margin.** The dual value converges much faster than ``w(α)`` (a pair violated by ``ε``
@@ -32,9 +33,10 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
    (one oracle call) and ends once that proves the target or gained less than :data:`FINISH_STALL` of its gap.
 
 Memory beyond ``X``: 12 bytes a pair (``α`` and the two documents as 16-bit indices inside their query, 16 bytes
-when a query holds more than 65,536 documents: :class:`PairBlocks`); the finish holds no vector the length of the
-pairs on the margin, only a bit a pair (:func:`_finish`): :func:`pair_cd_bytes`. On the 20,000 x 20,000 instance
-the peak is 1.83-1.87 times the CSR matrix (3.18 with two int32 documents a pair and CGLS's vectors).
+when a query holds more than 65,536 documents: :class:`PairBlocks`) and 2 bits (whether its rows meet); the finish
+holds no vector the length of the pairs on the margin, only a bit a pair (:func:`_finish`): :func:`pair_cd_bytes`.
+On the 20,000 x 20,000 instance the peak is 1.89 times the CSR matrix (3.18 with two int32 documents a pair and
+CGLS's vectors).
 """
 
 from __future__ import annotations
@@ -77,12 +79,13 @@ LOCAL_MAX = 1 << 16
 
 def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int, n_features: int = 0, longest: int = 0) -> int:
     """Peak bytes of :func:`pair_cd` beyond ``X``: per pair ``α`` and its local indices (12 bytes, 16 when the
-    ``longest`` query has more than :data:`LOCAL_MAX` documents) and a finish's bit (1/8); the forming of the pairs,
+    ``longest`` query has more than :data:`LOCAL_MAX` documents), whether its rows meet (2 bits: 1/4) and a finish's
+    bit (1/8); the forming of the pairs,
     :data:`CHUNK` at a time (40 bytes each); per document its position, cells and sums (80); per feature the point,
     the finish's vectors and the pass's scratch vector (56); a copy of ``X`` when it is float32 or has repeated or
     unsorted indices in a row (12 per stored entry)."""
     per_pair = 16 if longest > LOCAL_MAX else 12
-    return int(per_pair * n_pairs + n_pairs // 8 + 40 * min(n_pairs, CHUNK) + 80 * n_documents + 56 * n_features
+    return int(per_pair * n_pairs + n_pairs // 4 + n_pairs // 8 + 2 + 40 * min(n_pairs, CHUNK) + 80 * n_documents + 56 * n_features
                + 12 * nnz)
 
 
@@ -238,6 +241,9 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     state = np.array([np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)], dtype=np.uint64)
     # the descent's shrinking from one batch to the next: active pairs per query (none shrunk yet) and thresholds
     active, limits = np.full(pairs.starts.shape[0], -1, dtype=np.int64), np.empty(2)
+    # per pair, 2 bits: whether its two rows meet on a non-zero entry (0 not yet known); where they do not, the
+    # descent takes ||d_i||² = ||x_b||² + ||x_w||² without forming their dot product (on sparse rows, most pairs)
+    codes = np.zeros((pairs.n_pairs + 3) // 4, dtype=np.uint8)
     w_best, F_best, w_lower, lower_rounding = None, upper, None, None
     calls, rows, last_dual = 0, [], -np.inf
 
@@ -279,7 +285,7 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     while max_calls - calls - 2 >= 1:  # room for a pass, then up to two oracle calls
         asked = min(BATCH, max_calls - calls - 2)
         passes = sweep().pair_cd(indptr, indices, data, sq, *pairs.arrays, cell, gc, table, alpha, w_run, float(lam),
-                                 asked, state, 1e-12, active, limits)
+                                 asked, state, 1e-12, active, limits, codes)
         calls += passes
         sweep().pair_sums(*pairs.arrays, alpha, v, V)
         u = oracle.gradient(v)
