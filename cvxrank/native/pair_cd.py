@@ -12,9 +12,10 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
    .. math:: \\max_{0 \\le \\alpha_i \\le c_i}\\; \\sum_i \\alpha_i - \\lambda \\lVert w(\\alpha) \\rVert^2,
              \\qquad w(\\alpha) = \\sum_i \\alpha_i d_i / (2\\lambda)\\quad (16),
 
-   one pair at a time, exactly, in the compiled sweeps (``_sweep.pair_cd``: a random order inside each query, eight
-   pairs of each query in turn, shrinking, carried from one batch of passes to the next; ``‖d_i‖²`` without the
-   rows' dot product once they are known to meet on no non-zero entry: 2 bits a pair). Every ``α`` it
+   one pair at a time, exactly, in the compiled sweeps (``_sweep.pair_cd``: a random order inside each query, a
+   sixteenth of a query's active pairs (8 to 64) in a row before the next query's, shrinking, carried from one
+   batch of passes to the next; ``‖d_i‖²`` without the rows' dot product once they are known to meet on no
+   non-zero entry: 2 bits a pair). Every ``α`` it
    holds is in the box, so its value is a lower bound on the optimum (weak duality), computed from ``w(α)`` formed
    again from ``α`` (not the running ``w``, which collects rounding).
 2. **An exact finish on the margin.** The dual value converges much faster than ``w(α)`` (a pair violated by ``ε``
