@@ -846,16 +846,16 @@ static int get_pairs(PyObject **o, Arr *a, int writable, Py_ssize_t m, Pairs *p)
  * m_i = <w, d_i>, and w updated on the two rows' entries; c_i = table[cell[better_i] + grade[worse_i]]. A pass
  * permutes each query's active pairs at random (in place inside their block, with their alpha; the generator's
  * state in state[0]) and visits them in rounds: a burst of pairs of each query in turn (burst_of), the queries in
- * a random order. It shrinks, as Hsieh et al., a pair at a bound whose gradient points out of the box by more than the last
- * pass's extreme projected gradients (to the end of its block); when the active pairs' projected gradients span at
- * most eps, the shrunk pairs come back, and the run stops if none had been shrunk. With active (int64, one count a
- * query) and limits (float64, 2), the shrinking carries over between calls: a call starts from the counts of
- * active pairs and the two thresholds there (none shrunk while active[0] < 0) and writes back its own, so that a
- * caller that looks at the bounds every few passes does not visit every pair again after each look. With codes
- * (uint8, 2 bits a pair: code_of; zeros at first, kept by the caller and permuted with the pairs), the dot product
- * <x_better, x_worse> of an update is formed only while the pair's rows are not known to meet on no non-zero
- * entry: on sparse rows most pairs never do, and their ||d_i||^2 is then ||x_b||^2 + ||x_w||^2 exactly as before
- * (the same steps, bit for bit). */
+ * a random order. It shrinks, as Hsieh et al., a pair at a bound whose gradient points out of the box by more than
+ * the last pass's extreme projected gradients (to the end of its block); when the active pairs' projected
+ * gradients span at most eps, the shrunk pairs come back, and the run stops if none had been shrunk. With active
+ * (int64, one count a query) and limits (float64, 2), the shrinking carries over between calls: a call starts from
+ * the counts of active pairs and the two thresholds there (none shrunk while active[0] < 0) and writes back its
+ * own, so that a caller that looks at the bounds every few passes does not visit every pair again after each look.
+ * With codes (uint8, 2 bits a pair: code_of; zeros at first, kept by the caller and permuted with the pairs), the
+ * dot product <x_better, x_worse> of an update is formed only while the pair's rows are not known to meet on no
+ * non-zero entry: on sparse rows most pairs never do, and their ||d_i||^2 is then ||x_b||^2 + ||x_w||^2 exactly as
+ * before (the same steps, bit for bit). */
 static inline double row_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t r, const double *w)
 {
     double s = 0.0;
