@@ -869,7 +869,8 @@ static inline double row_dot(const int64_t *ip, const int32_t *ind, const double
  * row b gathered from it, row a cleared: independent loads and stores, where a merge of the two sorted index lists
  * is one chain of dependent comparisons (on the sparse shape of the benchmark, the passes of pair_cd took 1.4x the
  * time with a merge without branches, 2x with one that branched). Repeated indices in a row are summed. *met is set
- * to 1 when an entry gathered was not zero; else every product was 0 and the sum is +0.0 exactly. */
+ * to 1 when a product was not zero (or NaN: data not finite); else every product was +-0 and the sum is +0.0
+ * exactly. */
 static inline double rows_dot(const int64_t *ip, const int32_t *ind, const double *val, int64_t a, int64_t b,
                               double *scratch, int *met)
 {
@@ -879,9 +880,9 @@ static inline double rows_dot(const int64_t *ip, const int32_t *ind, const doubl
     double s = 0.0;
     int any = 0;
     for (int64_t k = ip[b]; k < ip[b + 1]; k++) {
-        double x = scratch[ind[k]];
-        any |= x != 0.0;
-        s += val[k] * x;
+        double p = val[k] * scratch[ind[k]];
+        any |= !(p == 0.0);
+        s += p;
     }
     for (int64_t k = ip[a]; k < ip[a + 1]; k++) {
         scratch[ind[k]] = 0.0;
@@ -890,8 +891,8 @@ static inline double rows_dot(const int64_t *ip, const int32_t *ind, const doubl
     return s;
 }
 
-/* The 2-bit code of pair i in pair_cd's codes: 0 not yet known, 1 its two rows meet on no non-zero entry (their dot
- * product is +0.0, so it need not be formed again), 2 they do. */
+/* The 2-bit code of pair i in pair_cd's codes: 0 not yet known, 1 every term of its two rows' dot product is zero
+ * (the rows meet on no entry non-zero in both: the dot product is +0.0 and need not be formed again), 2 not. */
 static inline int code_of(const uint8_t *codes, int64_t i)
 {
     return (codes[i >> 2] >> ((i & 3) * 2)) & 3;
@@ -933,6 +934,9 @@ static inline uint64_t xorshift(uint64_t *s)
 #endif
 #ifndef PAIR_BURST_MAX
 #define PAIR_BURST_MAX 64
+#endif
+#if PAIR_BURST < 1 || PAIR_BURST > PAIR_BURST_MAX
+#error "PAIR_BURST must be at least 1 and at most PAIR_BURST_MAX"
 #endif
 
 static inline int64_t burst_of(int64_t active)

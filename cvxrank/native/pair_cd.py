@@ -86,8 +86,8 @@ def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int, n_features: int = 0,
     the finish's vectors and the pass's scratch vector (56); a copy of ``X`` when it is float32 or has repeated or
     unsorted indices in a row (12 per stored entry)."""
     per_pair = 16 if longest > LOCAL_MAX else 12
-    return int(per_pair * n_pairs + n_pairs // 4 + n_pairs // 8 + 2 + 40 * min(n_pairs, CHUNK) + 80 * n_documents + 56 * n_features
-               + 12 * nnz)
+    return int(per_pair * n_pairs + n_pairs // 4 + 1 + n_pairs // 8 + 40 * min(n_pairs, CHUNK) + 80 * n_documents
+               + 56 * n_features + 12 * nnz)
 
 
 class PairBlocks(NamedTuple):
