@@ -15,9 +15,8 @@ margin: on the 20,000 x 20,000 instance of ``cvxrank bench native --instances sh
    one pair at a time, exactly, in the compiled sweeps (``_sweep.pair_cd``: a random order inside each query, a
    sixteenth of a query's active pairs (8 to 64) in a row before the next query's, shrinking, carried from one
    batch of passes to the next; ``‖d_i‖²`` without the rows' dot product once they are known to meet on no
-   non-zero entry: 2 bits a pair). Every ``α`` it
-   holds is in the box, so its value is a lower bound on the optimum (weak duality), computed from ``w(α)`` formed
-   again from ``α`` (not the running ``w``, which collects rounding).
+   non-zero entry: 2 bits a pair). Every ``α`` it holds is in the box, so its value is a lower bound on the optimum
+   (weak duality), computed from ``w(α)`` formed again from ``α`` (not the running ``w``, which collects rounding).
 2. **An exact finish on the margin.** The dual value converges much faster than ``w(α)`` (a pair violated by ``ε``
    costs ``c ε`` in ``F``). Once the dual stops improving, the pairs with ``0 < α_i < c_i`` are taken as those on the
    margin, and ``w(α)`` is moved to the nearest point that puts them exactly there,
@@ -81,10 +80,9 @@ LOCAL_MAX = 1 << 16
 def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int, n_features: int = 0, longest: int = 0) -> int:
     """Peak bytes of :func:`pair_cd` beyond ``X``: per pair ``α`` and its local indices (12 bytes, 16 when the
     ``longest`` query has more than :data:`LOCAL_MAX` documents), whether its rows meet (2 bits: 1/4) and a finish's
-    bit (1/8); the forming of the pairs,
-    :data:`CHUNK` at a time (40 bytes each); per document its position, cells and sums (80); per feature the point,
-    the finish's vectors and the pass's scratch vector (56); a copy of ``X`` when it is float32 or has repeated or
-    unsorted indices in a row (12 per stored entry)."""
+    bit (1/8); the forming of the pairs, :data:`CHUNK` at a time (40 bytes each); per document its position, cells
+    and sums (80); per feature the point, the finish's vectors and the pass's scratch vector (56); a copy of ``X``
+    when it is float32 or has repeated or unsorted indices in a row (12 per stored entry)."""
     per_pair = 16 if longest > LOCAL_MAX else 12
     return int(per_pair * n_pairs + n_pairs // 4 + 1 + n_pairs // 8 + 40 * min(n_pairs, CHUNK) + 80 * n_documents
                + 56 * n_features + 12 * nnz)
