@@ -154,26 +154,30 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
     try:
         tmp, fd = _temporary(folder, suffix, made)
         if want_path:
-            os.close(fd)
-            fd = None
+            fd, closing = None, fd  # forgotten first: an interrupt in between leaks it, never closes another
+            os.close(closing)
             yield tmp
         else:
-            fh = os.fdopen(fd, mode, **kwargs)
-            fd = None
-            with fh:
+            # The descriptor stays this function's (closefd=False): an interrupt inside open() may leave a
+            # file object whose finaliser would close it, and the finally below would then close a
+            # descriptor that is no longer this file's (and fail before removing the file).
+            with open(fd, mode, closefd=False, **kwargs) as fh:
                 yield fh
                 fh.flush()
-                os.fsync(fh.fileno())  # on disk before it takes the old file's place
+            os.fsync(fd)  # on disk before it takes the old file's place
         os.replace(tmp, path)
         made.clear()
     except OSError as exc:
         _naming(exc, path)
     finally:
-        if fd is not None:
-            os.close(fd)
-        for tmp in made:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
+        try:
+            if fd is not None:
+                os.close(fd)
+        finally:  # removed even if closing failed
+            for tmp in made:
+                with contextlib.suppress(OSError):
+                    if os.path.lexists(tmp):
+                        os.unlink(tmp)
 
 
 #: Errors of a write that does not name its file (``write`` and ``fsync`` on a full disk, over a
