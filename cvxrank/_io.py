@@ -158,10 +158,10 @@ def atomic_output(path, *, binary: bool = False, suffix: str = ".tmp", want_path
             os.close(closing)
             yield tmp
         else:
-            # The descriptor stays this function's (closefd=False): an interrupt inside open() may leave a
+            # The descriptor stays this function's (closefd=False): an interrupt inside fdopen() may leave a
             # file object whose finaliser would close it, and the finally below would then close a
             # descriptor that is no longer this file's (and fail before removing the file).
-            with open(fd, mode, closefd=False, **kwargs) as fh:
+            with os.fdopen(fd, mode, closefd=False, **kwargs) as fh:
                 yield fh
                 fh.flush()
             os.fsync(fd)  # on disk before it takes the old file's place
