@@ -47,16 +47,20 @@ def test_sharded_oracle_gives_the_local_numbers(client, data):
 
 
 def test_solve_on_the_cluster_equals_the_local_solve(client, data):
-    # planes only: the same iterates as the local planes
+    # planes only: the same iterates as the local planes from the same first point (over shards the solve starts at
+    # w = 0; locally start="auto" would fit the grades first)
     problem = RankingProblem(data, mu="balanced", lam=0.05)
     planes = solve(problem, "cutting_plane", tol=1e-8, client=client, newton_gap=None)
-    local_planes = solve(problem, "cutting_plane", tol=1e-8, newton_gap=None)
+    assert planes.extras["start"] == "zero"
+    with pytest.raises(ValidationError, match="fits the grades on X in this process; the DaskOracle holds none"):
+        solve(problem, "cutting_plane", client=client, start="regression")
+    local_planes = solve(problem, "cutting_plane", tol=1e-8, newton_gap=None, start="zero")
     assert planes.status == local_planes.status == "optimal"
     np.testing.assert_allclose(planes.w, local_planes.w, rtol=1e-6, atol=1e-9)
     assert planes.objective == pytest.approx(local_planes.objective, rel=1e-9)
     # the whole method (planes and Newton phase) on the cluster: the local solve's oracle calls and iterates
     whole = solve(problem, "cutting_plane", tol=1e-8, client=client)
-    local = solve(problem, "cutting_plane", tol=1e-8)
+    local = solve(problem, "cutting_plane", tol=1e-8, start="zero")
     assert whole.status == local.status == "optimal"
     assert whole.extras["oracle_calls"] == local.extras["oracle_calls"]
     assert "delta" in whole.history  # the Newton phase ran

@@ -10,7 +10,8 @@ The instance (make_web_like: --queries queries of 50-150 documents, 136 features
           shard's X, not 3x) and the planes and the Newton phase run over them
           (cvxrank.native.dask_files.solve_files);
   local   this process reads the same files (load_letor) and solves with
-          cvxrank.solve(problem, "cutting_plane").
+          cvxrank.solve(problem, "cutting_plane", start="zero"): the same method, from w = 0 as
+          over the shards (locally the default first fits the grades).
 Reported for each: read time, solve time, oracle calls, and peak RSS; for dask also the rounds
 and the payload bytes per round (w out, the shards' numbers back), the client process's peak RSS
 (all of it: the interpreter and its libraries included) and each worker's peak RSS. The two solutions must agree within their certified
@@ -175,7 +176,7 @@ def run(args) -> int:
                        np.concatenate([p.qid for p in parts]))
     del parts
     read = time.perf_counter() - t
-    local = solve(RankingProblem(data, mu=mu, lam=args.lam), "cutting_plane", tol=args.tol)
+    local = solve(RankingProblem(data, mu=mu, lam=args.lam), "cutting_plane", tol=args.tol, start="zero")
     calls = int(local.extras["oracle_calls"])
     lo = {"read_time": read, "solve_time": local.solve_time, "oracle_calls": calls, "status": local.status,
           "relative_gap": local.relative_gap, "peak_rss": peak_rss()}

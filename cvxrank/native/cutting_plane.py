@@ -66,6 +66,7 @@ from cvxrank.native.features import feature_map
 from cvxrank.native.kernels import check_kernel
 from cvxrank.native.oracle import PairFreeOracle, check_threads, stored_x
 from cvxrank.native.scale import check_scale
+from cvxrank.native.start import START_MAX_DOCUMENTS, StartPoint, regression_start
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
 from cvxrank.rounding import primal_rounding
@@ -148,6 +149,7 @@ class CuttingPlaneRun:
     points: np.ndarray | None
     history_rows: list = field(repr=False)
     lower_rounding: float | None = None
+    start: StartPoint | None = None
 
     @property
     def history(self):
@@ -192,7 +194,8 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
                   max_planes: int | None = None, stall_after: int = 200, keep_points: bool = False,
                   threads: int | None = 1, verbose: bool = False, newton_gap: float | None = 0.1,
-                  hessian_free: bool = False, pair_cd: bool | None = None, allowance=None) -> CuttingPlaneRun:
+                  hessian_free: bool = False, pair_cd: bool | None = None, start: str = "auto",
+                  allowance=None) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -210,7 +213,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     time_limit : float, optional
         Seconds; status ``"user_limit"`` when reached.
     warm_start_w : array-like, optional
-        First point (default ``w = 0``).
+        First point (default: as ``start`` says).
     rho : float, default 0.1
         Initial cut position between the best point (0) and the model minimiser (1).
     rho_min : float, default 0.01
@@ -260,6 +263,14 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         oracle with the papers' margin of 1, the compiled sweeps and 12 bytes a pair in the memory budget
         (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the solve goes on without it. A pass over the
         pairs counts as an oracle call for ``max_iter``.
+    start : {"auto", "regression", "zero"}, default "auto"
+        First point without ``warm_start_w``: ``"regression"``, a least-squares fit of the grades from a few
+        products with ``X``, scaled to its best multiple for (9) (:func:`~cvxrank.native.start.regression_start`);
+        ``"zero"``, ``w = 0``; ``"auto"``, the regression for a local
+        :class:`~cvxrank.native.oracle.PairFreeOracle` with the papers' margin of 1 and at most
+        :data:`~cvxrank.native.start.START_MAX_DOCUMENTS` documents (10,000: on larger, easier instances its work
+        cost more than it saved), else 0 (also over shards, and for margins per grade pair, where
+        ``"regression"`` scales the fit for the variant's loss). ``warm_start_w`` takes precedence.
     allowance : callable, optional
         ``w ↦`` the float64 rounding allowance a certificate adds for the objective at ``w`` (scale of (9)):
         :func:`~cvxrank.native.pair_cd.pair_cd` then aims at the gap the certificate will find (``solve`` passes
@@ -271,6 +282,8 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     """
     lam = check_lam(lam)
     w = check_common(tol, time_limit, warm_start_w, oracle.n_features)
+    if start not in START_CHOICES:
+        raise ValidationError(f"start must be one of {', '.join(map(repr, START_CHOICES))}, got {start!r}")
     max_iter = positive_int(max_iter, "max_iter")
     prune_after = positive_int(prune_after, "prune_after")
     max_planes = _plane_limit(max_planes, keep_points)
@@ -302,10 +315,39 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         if max_planes is None and not keep_points:
             max_planes = PAIR_CD_PLANES
     with blas_threads(threads):
+        first, clock = None, time.perf_counter()  # the solve's time and time limit count the start's work too
+        if warm_start_w is None and (start == "regression"
+                                     or (start == "auto" and isinstance(oracle, PairFreeOracle) and oracle.newton_phase
+                                         and oracle.n_documents <= START_MAX_DOCUMENTS)):
+            if not isinstance(oracle, PairFreeOracle):
+                raise ValidationError(f"start='regression' fits the grades on X in this process; the "
+                                      f"{type(oracle).__name__} holds none (use start='auto' or 'zero')")
+            first = regression_start(oracle, lam)
+            w = first.w
+            if verbose:
+                print(f"start  regression  scale {first.scale:.6g}  objective {first.objective:.12g}  "
+                      f"{first.products} products, {first.sweeps} sweeps  {time.perf_counter() - clock:.3f}s",
+                      flush=True)
         newton = (newton_gap if getattr(oracle, "newton_phase", False) and _newton_fits(oracle, hessian_free)
                   else None)
-        return _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
-                    stall_after, keep_points, verbose, newton, max_planes, use_pair_cd, allowance, pair_cd_after)
+        run = _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
+                   stall_after, keep_points, verbose, newton, max_planes, use_pair_cd, allowance, pair_cd_after,
+                   clock)
+    run.start = first
+    return run
+
+
+#: The values of ``start`` (:func:`cutting_plane`).
+START_CHOICES = ("auto", "regression", "zero")
+
+
+def _start_extras(run: CuttingPlaneRun, warm_start_w) -> dict:
+    """What the solution's ``extras`` say of the first point: ``start`` (``"warm"``, ``"regression"``, or
+    ``"zero"``, also when the fit did not lower ``F`` below ``F(0)``) and the start's work."""
+    first = run.start
+    kind = "warm" if warm_start_w is not None else ("regression" if first is not None and first.scale > 0 else "zero")
+    return {"start": kind, "start_products": 0 if first is None else first.products,
+            "start_sweeps": 0 if first is None else first.sweeps}
 
 
 #: Most features for the Newton phase: each of its steps solves a dense ``n x n`` system and forms
@@ -386,8 +428,8 @@ def _plane_limit(max_planes, keep_points):
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
          keep_points, verbose, newton_gap=None, max_planes=None, use_pair_cd=False, allowance=None,
-         pair_cd_after=0) -> CuttingPlaneRun:
-    start = time.perf_counter()
+         pair_cd_after=0, clock=None) -> CuttingPlaneRun:
+    start = time.perf_counter() if clock is None else clock
     calls, newton_done, w_lower = 1, newton_gap is None, None
     n = w.shape[0]
     # with pair_cd at once the planes are a fallback: room for a few (each n floats), doubled when needed
@@ -642,7 +684,7 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
             extras={"oracle_calls": run.oracle_calls, "pairfree_relative_gap": run.relative_gap,
                     "certifiable_gap": run.floor, "solver_status": run.status, "n_pairs": oracle.n_pairs,
                     "n_documents": oracle.n_documents, "planes": int(np.count_nonzero(run.beta[1:])),
-                    "features_solved": oracle.n_features},
+                    "features_solved": oracle.n_features, **_start_extras(run, warm_start_w)},
             history=run.history,
         )
         return finish(problem, run.w, report, tol)
