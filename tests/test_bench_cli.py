@@ -71,6 +71,7 @@ def test_bench_path_refuses_bad_sizes_in_one_line(capsys):
     (["native", "--kernel", "foo"], "--kernel must be one of auto, compiled, numpy"),
     (["native", "--seed", "-1"], "--seed must be a non-negative integer"),
     (["native", "--shapes-max-planes", "3"], "--shapes-max-planes must be at least 4, got 3"),
+    (["native", "--shapes-start", "auto,middle"], "--shapes-start takes auto, regression, zero, got 'auto,middle'"),
     (["io", "--big-lines", "-1"], "--big-lines must be a positive integer, got -1"),
     (["path", "--report", "/no-such-folder-cvxrank/r.md"], "folder /no-such-folder-cvxrank does not exist"),
     (["formulations", "--json", "/no-such-folder-cvxrank/f.json"], "folder /no-such-folder-cvxrank does not exist"),
@@ -141,6 +142,18 @@ def test_bench_native_shapes_records_pair_cd(tmp_path, capsys):
     rows = [r for r in json.loads(out.read_text())["rows"] if r.get("instance") == "shapes" and "lam" in r]
     assert rows and all(r["pair_cd"] == "on" and r["status"] == "optimal" for r in rows)
     assert all(r["bound"] == "cutting-plane bound" for r in rows)
+
+
+def test_bench_native_shapes_compares_first_points(tmp_path, capsys):
+    """--shapes-start with two first points: a row for each, both certified, saying which point each solve took."""
+    out = tmp_path / "shapes.json"
+    argv = ["bench", "native", "--instances", "shapes", "--shapes", "ties", "--shapes-lams", "500",
+            "--shapes-repeat", "1", "--shapes-start", "regression,zero", "--json", str(out)]
+    assert main(argv) == 0
+    assert "start regression" in capsys.readouterr().out
+    rows = [r for r in json.loads(out.read_text())["rows"] if r.get("instance") == "shapes" and "lam" in r]
+    assert [(r["start"], r["started"]) for r in rows] == [("regression", "regression"), ("zero", "zero")]
+    assert all(r["status"] == "optimal" and r["relative_gap"] <= 1e-6 for r in rows)
 
 
 @pytest.mark.slow

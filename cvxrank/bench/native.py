@@ -167,6 +167,10 @@ def add_arguments(parser) -> None:
                         help="shapes: the cutting planes' pair_cd (dual coordinate descent over the pairs with an exact "
                              "finish): auto (default: a CSR X with more than 2,000 features and at least one per "
                              "document), on (any CSR X) or off")
+    parser.add_argument("--shapes-start", default="auto", metavar="S1,S2",
+                        help="shapes: the cutting planes' first point, any of auto, regression, zero (default auto: "
+                             "the grades' least-squares fit, scaled, on problems of at most 10,000 documents); "
+                             "several: one row each, their solves alternating")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
 
 
@@ -1020,14 +1024,13 @@ def _run_svmrank(data, lam, tol, workdir):
 
 def _shapes(args, tau, mu):
     """The native solver on the shapes of data people have, through the one door, in floor passes of this process."""
-    import tempfile
-
     from cvxrank.costs import check_lam
     from cvxrank.native import cost_table
     from cvxrank.problem import RankingProblem
     from cvxrank.solvers import solve
 
     lams = [check_lam(float(x)) for x in split(args.shapes_lams) or []]
+    starts = split(args.shapes_start) or ["auto"]
     note = _svmrank_note()
     rows = []
     print("\n== shapes: solve(problem, 'cutting_plane', tol) through the door; floor p. = time / one floor pass "
@@ -1049,46 +1052,61 @@ def _shapes(args, tau, mu):
               flush=True)
         for lam in lams:
             problem = RankingProblem(data, tau=tau, mu=mu, lam=lam)
-            times, own, res = [], [], None
             pair_cd = {"auto": None, "on": True, "off": False}[args.shapes_pair_cd]
             options = {"tol": args.tol, "time_limit": args.shapes_time_limit, "max_planes": args.shapes_max_planes,
                        "pair_cd": pair_cd}
+            times = {s: [] for s in starts}
+            own, last = {s: [] for s in starts}, {}
             for _ in range(args.shapes_repeat):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    t0 = time.perf_counter()
-                    res = solve(problem, "cutting_plane", **options)
-                    times.append(time.perf_counter() - t0)
-                    own.append(float(res.solve_time))
-            peak = None
-            if args.shapes_memory:  # apart from the timed solves: tracemalloc slows Python code
-                with warnings.catch_warnings(), Measure("tracemalloc") as m:
-                    warnings.simplefilter("ignore")
-                    solve(problem, "cutting_plane", **options)
-                peak = m.peak_bytes / x_bytes
-            t = float(np.median(times))
-            fixed = float(np.median(np.subtract(times, own)))
-            bar = t <= 100 * one + 0.020 and res.status == "optimal"
-            row = {"instance": "shapes", "shape": name, "label": label, "lam": lam, "seconds": t,
-                   "seconds_each": times, "oracle_calls": int(res.extras["oracle_calls"]), "eval_seconds": one,
-                   "floor_passes": t / one, "fixed_seconds": fixed, "relative_gap": float(res.relative_gap),
-                   "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs),
-                   "peak_over_x": peak, "max_planes": args.shapes_max_planes, "pair_cd": args.shapes_pair_cd,
-                   "bound": res.certificate.kind}
-            if note is None and (mu is None or mu == "none"):
-                with tempfile.TemporaryDirectory() as tmp:
-                    row["svmrank_seconds"] = _run_svmrank(data, lam, 1e-3, tmp)
-            rows.append(row)
-            spread = (max(times) - min(times)) / t if t > 0 else 0.0
-            print(f"  {'':40s} {lam:7g} {t:8.3f}s {spread:6.0%} {row['oracle_calls']:6d} {row['floor_passes']:9.1f} "
-                  f"{fixed * 1e3:6.1f}ms {one * 1e3:6.2f}ms {row['relative_gap']:8.1e}  "
-                  f"{'MET' if bar else 'missed'} ({res.status})" + ("" if peak is None else f"  peak/X {peak:.2f}"),
-                  flush=True)
+                for start in starts:  # several first points: their solves alternate
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        t0 = time.perf_counter()
+                        last[start] = solve(problem, "cutting_plane", start=start, **options)
+                        times[start].append(time.perf_counter() - t0)
+                        own[start].append(float(last[start].solve_time))
+            for start in starts:
+                rows.append(_shape_row(args, problem, options, name, label, lam, start, times[start], own[start],
+                                       last[start], one, x_bytes, costs, note, tau, mu, data))
         del data
         gc.collect()
     met = sum(r["bar"] for r in rows)
-    print(f"  bar met on {met} of {len(rows)} (shape, lambda)")
+    print(f"  bar met on {met} of {len(rows)} (shape, lambda)" + ("" if len(starts) == 1 else " and first point"))
     return rows, {"instance": "shapes", "tol": args.tol, "svmrank": note or "run"}
+
+
+def _shape_row(args, problem, options, name, label, lam, start, times, own, res, one, x_bytes, costs, note, tau, mu,
+               data) -> dict:
+    """One row of the shape suite, printed: the median of the timed solves from the first point ``start``, the bar,
+    and with ``--shapes-memory`` the peak of one more solve under tracemalloc."""
+    import tempfile
+
+    from cvxrank.solvers import solve
+
+    peak = None
+    if args.shapes_memory:  # apart from the timed solves: tracemalloc slows Python code
+        with warnings.catch_warnings(), Measure("tracemalloc") as m:
+            warnings.simplefilter("ignore")
+            solve(problem, "cutting_plane", start=start, **options)
+        peak = m.peak_bytes / x_bytes
+    t = float(np.median(times))
+    fixed = float(np.median(np.subtract(times, own)))
+    bar = t <= 100 * one + 0.020 and res.status == "optimal"
+    row = {"instance": "shapes", "shape": name, "label": label, "lam": lam, "seconds": t,
+           "seconds_each": times, "oracle_calls": int(res.extras["oracle_calls"]), "eval_seconds": one,
+           "floor_passes": t / one, "fixed_seconds": fixed, "relative_gap": float(res.relative_gap),
+           "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs),
+           "peak_over_x": peak, "max_planes": args.shapes_max_planes, "pair_cd": args.shapes_pair_cd,
+           "bound": res.certificate.kind, "start": start, "started": res.extras.get("start")}
+    if note is None and (mu is None or mu == "none"):
+        with tempfile.TemporaryDirectory() as tmp:
+            row["svmrank_seconds"] = _run_svmrank(data, lam, 1e-3, tmp)
+    spread = (max(times) - min(times)) / t if t > 0 else 0.0
+    print(f"  {'' if args.shapes_start == start else 'start ' + start:>40s} {lam:7g} {t:8.3f}s {spread:6.0%} "
+          f"{row['oracle_calls']:6d} {row['floor_passes']:9.1f} {fixed * 1e3:6.1f}ms {one * 1e3:6.2f}ms "
+          f"{row['relative_gap']:8.1e}  {'MET' if bar else 'missed'} ({res.status})"
+          + ("" if peak is None else f"  peak/X {peak:.2f}"), flush=True)
+    return row
 
 
 def check_args(args) -> tuple[list, set, float, object]:
@@ -1147,6 +1165,11 @@ def check_args(args) -> tuple[list, set, float, object]:
         check_lam_option("shapes-lams", value)
     check_option("shapes-repeat", args.shapes_repeat, POSITIVE_INT)
     check_option("shapes-time-limit", args.shapes_time_limit, POSITIVE)
+    from cvxrank.native.cutting_plane import START_CHOICES
+
+    bad = [v for v in (split(args.shapes_start) or []) if v not in START_CHOICES]
+    if bad or not split(args.shapes_start):
+        raise ValidationError(f"--shapes-start takes {', '.join(START_CHOICES)}, got {args.shapes_start!r}")
     if args.shapes_max_planes is not None and args.shapes_max_planes < 4:
         raise ValidationError(f"--shapes-max-planes must be at least 4, got {args.shapes_max_planes}")
     check_outputs([args.json])  # before the run, not after it
