@@ -220,6 +220,28 @@ def test_bundle_solves_the_simplex_qp_exactly(seed):
     assert bundle.dual()[0] == pytest.approx(value, rel=1e-12)
 
 
+def test_trivial_planes_leave_the_weight_on_the_plane_r_at_least_0():
+    # planes taken where no pair is violated (a = 0, b = 0) duplicate plane 0; the model's dual stays 0, with no NaN
+    bundle = Bundle(3, 0.1)
+    for _ in range(3):
+        bundle.add(np.zeros(3), 0.0)
+        bundle.solve()
+        value, u = bundle.dual()
+        assert value == 0.0 and not u.any()
+        assert np.all(np.isfinite(bundle.beta[:bundle.size])) and bundle.beta[:bundle.size].sum() == pytest.approx(1)
+
+
+def test_a_start_where_no_pair_is_violated_is_solved():
+    # separable data (more features than documents) from three times the solution: every pair past the margin, so the
+    # first planes are trivial; the solve still ends at the optimum
+    data = make_ranking(n_queries=4, n_features=300, random_state=0)
+    problem = RankingProblem(data, lam=0.1)
+    first = solve(problem, "cutting_plane", start="zero")
+    again = solve(problem, "cutting_plane", warm_start=3 * first.w)
+    assert again.extras["start"] == "warm"
+    assert_agree(first, again)
+
+
 def test_no_warning_when_converged():
     inst = Instance(4)
     with warnings.catch_warnings():

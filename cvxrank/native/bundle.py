@@ -182,9 +182,7 @@ class Bundle:
         scale = max(float(np.max(np.diag(H))), float(np.max(np.abs(self.b[:T]))), 1e-300)
         H = H + (1e-12 * scale) * np.eye(T)  # strictly convex; changes D by at most 1e-12 scale / 2
         c = self.b[:T]
-        beta = self.beta[:T].copy()
-        beta[beta < 0] = 0.0
-        beta /= beta.sum()
+        beta = _on_simplex(self.beta[:T].copy())
         S = beta > 0
         steps = max_steps or 50 * T + 100
         for _ in range(steps):
@@ -221,8 +219,7 @@ class Bundle:
                 beta[idx[i]] = 0.0
                 beta[beta < 0] = 0.0
                 S = beta > 0
-        beta[beta < 0] = 0.0
-        beta /= beta.sum()
+        beta = _on_simplex(beta)
         self.beta[:T] = beta
         self.age[:T] = np.where(beta > 0, 0, self.age[:T] + 1)
 
@@ -232,3 +229,18 @@ class Bundle:
         beta = self.beta[:T]
         u = beta @ self.A[:T]
         return float(beta @ self.b[:T] - (u @ u) / (4.0 * self.lam)), u
+
+
+def _on_simplex(beta: np.ndarray) -> np.ndarray:
+    """``β`` with its negative entries set to 0, scaled to sum 1; all of it on plane 0 (``R ≥ 0``) when nothing is
+    left. Only trivial planes (``a = 0, b = 0``: taken where no pair is violated) leave a ``β`` summing to 0: their
+    Gram matrix is 0 and the active set's ridge underflows; on NumPy 1.24 the solve then returned no positive
+    weight, and dividing by the sum gave NaN."""
+    beta[beta < 0] = 0.0
+    total = float(beta.sum())
+    if total > 0 and np.isfinite(total):
+        beta /= total
+    else:
+        beta[:] = 0.0
+        beta[0] = 1.0
+    return beta
