@@ -121,3 +121,14 @@ def test_auto_fits_the_grades_on_small_problems_only(monkeypatch):
     monkeypatch.setattr(cp, "START_MAX_DOCUMENTS", data.n_documents - 1)
     assert solve(problem, "cutting_plane").extras["start"] == "zero"
     assert solve(problem, "cutting_plane", start="regression").extras["start"] == "regression"
+
+
+def test_a_fit_that_ranks_every_pair_is_not_taken():
+    # 50 documents, 300 features: the fit separates the pairs, and its best multiple puts the last pair on the margin
+    # with no loss left; the solve starts at 0 instead (from there the Newton phase has a band)
+    data = make_ranking(n_queries=4, n_features=300, random_state=0)
+    oracle = PairFreeOracle.from_data(data, cost_table(data))
+    first = regression_start(oracle, 0.1)
+    assert first.scale == 0.0 and not first.w.any() and first.sweeps > 0
+    res = solve(RankingProblem(data, lam=0.1), "cutting_plane")
+    assert res.extras["start"] == "zero" and res.status == "optimal"
