@@ -153,6 +153,8 @@ def test_bench_native_shapes_compares_first_points(tmp_path, capsys):
     assert "start regression" in capsys.readouterr().out
     rows = [r for r in json.loads(out.read_text())["rows"] if r.get("instance") == "shapes" and "lam" in r]
     assert [(r["start"], r["started"]) for r in rows] == [("regression", "regression"), ("zero", "zero")]
+    assert rows[0]["start_products"] > 0 and rows[0]["start_sweeps"] > 0
+    assert rows[1]["start_products"] == rows[1]["start_sweeps"] == 0
     assert all(r["status"] == "optimal" and r["relative_gap"] <= 1e-6 for r in rows)
 
 

@@ -52,7 +52,7 @@ def test_solve_on_the_cluster_equals_the_local_solve(client, data):
     problem = RankingProblem(data, mu="balanced", lam=0.05)
     planes = solve(problem, "cutting_plane", tol=1e-8, client=client, newton_gap=None)
     assert planes.extras["start"] == "zero"
-    with pytest.raises(ValidationError, match="fits the grades on X in this process; the DaskOracle holds none"):
+    with pytest.raises(ValidationError, match="for the papers' margin of 1; not with a DaskOracle"):
         solve(problem, "cutting_plane", client=client, start="regression")
     local_planes = solve(problem, "cutting_plane", tol=1e-8, newton_gap=None, start="zero")
     assert planes.status == local_planes.status == "optimal"

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 
 from cvxrank.data import RankingData
 from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import ValidationError
 from cvxrank.native import PairFreeOracle, cost_table
 from cvxrank.native.start import regression_start
 from cvxrank.problem import RankingProblem
@@ -85,13 +86,36 @@ def test_a_sparse_float32_x_gives_the_same_optimum():
     assert_agree(fit, solve(problem, "cutting_plane", tol=1e-8, start="zero"))
 
 
-def test_a_margin_variant_starts_at_zero_unless_asked():
+def test_a_margin_variant_starts_at_zero_and_refuses_the_fit():
+    # the ray search measures the papers' margin of 1; margins per grade pair start at 0, and asking for the fit is
+    # refused by name
     data = make_ranking(n_queries=6, docs_per_query=(6, 12), n_features=4, n_grades=4, random_state=2)
     problem = RankingProblem(data, lam=0.5).with_variant(Variant(margin="grade_difference"))
     auto = solve(problem, "cutting_plane", tol=1e-8)
-    asked = solve(problem, "cutting_plane", tol=1e-8, start="regression")
-    assert auto.extras["start"] == "zero" and asked.extras["start"] == "regression"
-    assert_agree(auto, asked)
+    assert auto.extras["start"] == "zero" and auto.status == "optimal"
+    with pytest.raises(ValidationError, match="start='regression' fits the grades on X in this process for the papers' "
+                                              "margin of 1; not with a VariantOracle"):
+        solve(problem, "cutting_plane", start="regression")
+
+
+def test_pair_cd_from_the_first_call_skips_the_fit():
+    # sparse and wide (60 features, 31 documents): pair_cd's home ground
+    data = make_ranking(n_queries=4, docs_per_query=(6, 10), n_features=60, density=0.3, random_state=6)
+    problem = RankingProblem(RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid), lam=0.5)
+    res = solve(problem, "cutting_plane", tol=1e-8, pair_cd=True)
+    assert res.extras["start"] == "zero" and res.status == "optimal"
+    assert_agree(res, solve(problem, "cutting_plane", tol=1e-8, pair_cd=False))
+
+
+@pytest.mark.parametrize("factor", [1e-12, 1e-6, 1e6, 1e140])
+def test_the_start_does_not_depend_on_the_labels_scale(factor):
+    # grade labels scaled by any factor: the same codes, the same start
+    data = make_ranking(n_queries=8, docs_per_query=(6, 14), n_features=5, random_state=7)
+    scaled = RankingData(data.X, y=np.asarray(data.y, dtype=float) * factor, qid=data.qid)
+    a = regression_start(PairFreeOracle.from_data(data, cost_table(data)), 0.5)
+    b = regression_start(PairFreeOracle.from_data(scaled, cost_table(scaled)), 0.5)
+    assert a.scale > 0 and a.sweeps < 24
+    np.testing.assert_array_equal(a.w, b.w)
 
 
 def test_a_warm_start_takes_precedence():

@@ -1065,9 +1065,10 @@ def _shapes(args, tau, mu):
                         last[start] = solve(problem, "cutting_plane", start=start, **options)
                         times[start].append(time.perf_counter() - t0)
                         own[start].append(float(last[start].solve_time))
-            for start in starts:
+            for start in starts:  # SVMrank (when on the PATH) once per (shape, lambda): beside the first row
                 rows.append(_shape_row(args, problem, options, name, label, lam, start, times[start], own[start],
-                                       last[start], one, x_bytes, costs, note, tau, mu, data))
+                                       last[start], one, x_bytes, costs, note if start == starts[0] else "once",
+                                       tau, mu, data))
         del data
         gc.collect()
     met = sum(r["bar"] for r in rows)
@@ -1078,7 +1079,9 @@ def _shapes(args, tau, mu):
 def _shape_row(args, problem, options, name, label, lam, start, times, own, res, one, x_bytes, costs, note, tau, mu,
                data) -> dict:
     """One row of the shape suite, printed: the median of the timed solves from the first point ``start``, the bar,
-    and with ``--shapes-memory`` the peak of one more solve under tracemalloc."""
+    and with ``--shapes-memory`` the peak of one more solve under tracemalloc. ``oracle_calls`` are the solve's; the
+    first point's own work (products with ``X`` and sweeps, :mod:`cvxrank.native.start`) is in ``start_products`` and
+    ``start_sweeps`` (its time is in ``seconds``). SVMrank runs only when ``note`` is None."""
     import tempfile
 
     from cvxrank.solvers import solve
@@ -1097,7 +1100,8 @@ def _shape_row(args, problem, options, name, label, lam, start, times, own, res,
            "floor_passes": t / one, "fixed_seconds": fixed, "relative_gap": float(res.relative_gap),
            "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs),
            "peak_over_x": peak, "max_planes": args.shapes_max_planes, "pair_cd": args.shapes_pair_cd,
-           "bound": res.certificate.kind, "start": start, "started": res.extras.get("start")}
+           "bound": res.certificate.kind, "start": start, "started": res.extras.get("start"),
+           "start_products": res.extras.get("start_products"), "start_sweeps": res.extras.get("start_sweeps")}
     if note is None and (mu is None or mu == "none"):
         with tempfile.TemporaryDirectory() as tmp:
             row["svmrank_seconds"] = _run_svmrank(data, lam, 1e-3, tmp)

@@ -269,8 +269,9 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         ``"zero"``, ``w = 0``; ``"auto"``, the regression for a local
         :class:`~cvxrank.native.oracle.PairFreeOracle` with the papers' margin of 1 and at most
         :data:`~cvxrank.native.start.START_MAX_DOCUMENTS` documents (10,000: on larger, easier instances its work
-        cost more than it saved), else 0 (also over shards, and for margins per grade pair, where
-        ``"regression"`` scales the fit for the variant's loss). ``warm_start_w`` takes precedence.
+        cost more than it saved), unless ``pair_cd`` runs from the first call, else 0. ``"regression"`` needs such
+        an oracle (not over shards, not with margins per grade pair: ``ValidationError``). ``warm_start_w`` takes
+        precedence.
     allowance : callable, optional
         ``w ↦`` the float64 rounding allowance a certificate adds for the objective at ``w`` (scale of (9)):
         :func:`~cvxrank.native.pair_cd.pair_cd` then aims at the gap the certificate will find (``solve`` passes
@@ -316,12 +317,13 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
             max_planes = PAIR_CD_PLANES
     with blas_threads(threads):
         first, clock = None, time.perf_counter()  # the solve's time and time limit count the start's work too
-        if warm_start_w is None and (start == "regression"
-                                     or (start == "auto" and isinstance(oracle, PairFreeOracle) and oracle.newton_phase
-                                         and oracle.n_documents <= START_MAX_DOCUMENTS)):
-            if not isinstance(oracle, PairFreeOracle):
-                raise ValidationError(f"start='regression' fits the grades on X in this process; the "
-                                      f"{type(oracle).__name__} holds none (use start='auto' or 'zero')")
+        local = isinstance(oracle, PairFreeOracle) and oracle.newton_phase  # X here, the papers' margin of 1
+        if start == "regression" and not local:
+            raise ValidationError(f"start='regression' fits the grades on X in this process for the papers' margin of "
+                                  f"1; not with a {type(oracle).__name__} (use start='auto' or 'zero')")
+        if warm_start_w is None and (start == "regression" or (
+                start == "auto" and local and oracle.n_documents <= START_MAX_DOCUMENTS
+                and not (use_pair_cd and not pair_cd_after))):  # pair_cd from the first call reads no w
             first = regression_start(oracle, lam)
             w = first.w
             if verbose:

@@ -3,12 +3,14 @@
 From ``w = 0`` the planes and the Newton phase after them spend their first calls finding the scale and the
 direction of ``w``; on the small problems of cross-validation grids and λ paths that is most of the solve. A
 regression of the grades is a cheap guess of the direction. With ``P_q`` the centring of query ``q``'s documents
-(``P_q = I - 11ᵀ/m_q``) and ``y`` the documents' grades,
+(``P_q = I - 11ᵀ/m_q``) and ``y`` the documents' grade codes (``0 .. G - 1``, larger is better: neighbouring grades
+one apart, as the margin asks, whatever the labels' scale),
 
 .. math:: v \\approx \\arg\\min_w \\sum_q \\lVert P_q (X_q w - y_q) \\rVert^2
           = \\arg\\min_w \\sum_q \\frac{1}{2 m_q} \\sum_{i, j \\in q} \\big((s_i - s_j) - (y_i - y_j)\\big)^2 ,
 
-the squared loss on every pair of a query (those of equal grades too), unweighted: :data:`START_ITERATIONS`
+the squared loss on every pair of a query (those of equal grades too), each pair weighing ``1/m_q`` whatever its
+cost ``c_i``: :data:`START_ITERATIONS`
 iterations of CGLS from 0 (Björck, "Numerical methods for least squares problems", 1996, §7.4: two products with
 ``X`` each, no pair formed). Its scale is then the minimiser along the ray of the objective (9) itself,
 
@@ -18,7 +20,7 @@ iterations of CGLS from 0 (Björck, "Numerical methods for least squares problem
 convex and piecewise quadratic in ``γ``. The scores ``γ Xv`` keep one order for every ``γ > 0``, so each trial
 is one sweep of the pair-free oracle at that order (no sort, no product with ``X``), and
 ``φ'(γ) = 2λγ‖v‖² + ⟨∂R/∂s, Xv⟩`` comes with it: a bracket ``[lo, hi]`` with ``φ'(lo) < 0 ≤ φ'(hi)`` (from
-``γ = 0`` and 1, then 4 times the last), then
+``γ = 0`` and 1, then 4 times the last, never past ``-φ'(0) / (2λ‖v‖²)``, where ``φ' ≥ 0`` by convexity), then
 regula falsi in the Illinois form (Dowell and Jarratt 1971) until ``|φ'(γ)| (hi - lo)``, a bound on
 ``φ(γ) - min φ``, is at most :data:`START_GAIN` of ``φ(0) - φ(γ)``, in at most :data:`START_TRIALS` sweeps. The
 start is the best point seen when it is below ``φ(0)`` (``F`` at ``w = 0``) and leaves a loss (some pair short of
@@ -64,9 +66,9 @@ START_MIN_LOSS = 1e-9
 
 
 class StartPoint(NamedTuple):
-    """``w`` (zeros when the fit does not lower ``F`` below ``F(0)``), its scale ``γ*`` along the fit ``v``,
-    ``F(w)`` from the last sweep (``F(0)`` when ``w = 0``), and the work: products with ``X`` or ``Xᵀ`` and
-    sweeps of the oracle."""
+    """``w`` (zeros when the fit does not lower ``F`` below ``F(0)`` or leaves no loss, :data:`START_MIN_LOSS`),
+    its scale ``γ*`` along the fit ``v`` (0 then), ``F(w)`` at the best trial (``F(0)`` when ``w = 0``), and the
+    work: products with ``X`` or ``Xᵀ`` and sweeps of the oracle."""
 
     w: np.ndarray
     scale: float
@@ -97,9 +99,7 @@ def regression_start(oracle, lam: float, *, iterations: int = START_ITERATIONS) 
     Q = oracle.query_ids.shape[0]
     size = np.bincount(qc, minlength=Q).astype(np.float64)
     size[size == 0] = 1.0
-    grades = np.asarray(oracle.grades)
-    y = grades[oracle._gc].astype(np.float64) if np.issubdtype(grades.dtype, np.number) else \
-        oracle._gc.astype(np.float64)
+    y = oracle._gc.astype(np.float64)  # grade codes: one step between neighbouring grades, the margin's scale
 
     def centred(t):  # P t: each query's mean taken out
         return t - (np.bincount(qc, t, minlength=Q) / size)[qc]
@@ -149,11 +149,15 @@ def regression_start(oracle, lam: float, *, iterations: int = START_ITERATIONS) 
     lo, (d_lo, f_lo) = 0.0, slope(0.0)  # f_lo stays φ(0)
     if not d_lo < 0:  # the fit's direction does not descend from 0
         return zero._replace(sweeps=sweeps, products=products)
-    hi, (d_hi, f_hi) = 1.0, slope(1.0)
+    # R is convex along the ray, so φ'(γ) ≥ 2λγ‖v‖² + φ'(0): φ' ≥ 0 from γ = -φ'(0) / (2λ‖v‖²) on, a bracket's end
+    # whatever the scales; the search tries 1 first (the fit's own scale: grade codes one apart), then 4 times more
+    cap = -d_lo / (2.0 * lam * vv)
+    hi = min(1.0, cap)
+    d_hi, f_hi = slope(hi)
     best = (f_hi, hi) if f_hi < f_lo else (f_lo, lo)
     while d_hi < 0 and sweeps < START_TRIALS:  # bracket the minimiser: φ' < 0 at lo, ≥ 0 at hi
         lo, d_lo = hi, d_hi
-        hi *= 4.0
+        hi = min(4.0 * hi, cap)
         d_hi, f_hi = slope(hi)
         best = min(best, (f_hi, hi))
     retained = 0
@@ -163,7 +167,7 @@ def regression_start(oracle, lam: float, *, iterations: int = START_ITERATIONS) 
             g = 0.5 * (lo + hi)
         d, f = slope(g)
         best = min(best, (f, g))
-        if abs(d) * (hi - lo) <= START_GAIN * (f_lo - f):
+        if d == 0 or abs(d) * (hi - lo) <= START_GAIN * (f_lo - f):
             break
         if d < 0:  # Illinois: an end kept twice in a row counts half
             lo, d_lo = g, d
