@@ -1171,9 +1171,10 @@ def check_args(args) -> tuple[list, set, float, object]:
     check_option("shapes-time-limit", args.shapes_time_limit, POSITIVE)
     from cvxrank.native.cutting_plane import START_CHOICES
 
-    bad = [v for v in (split(args.shapes_start) or []) if v not in START_CHOICES]
-    if bad or not split(args.shapes_start):
-        raise ValidationError(f"--shapes-start takes {', '.join(START_CHOICES)}, got {args.shapes_start!r}")
+    values = split(args.shapes_start) or []
+    bad = [v for v in values if v not in START_CHOICES]
+    if bad or not values or len(set(values)) < len(values):
+        raise ValidationError(f"--shapes-start takes {', '.join(START_CHOICES)}, each once, got {args.shapes_start!r}")
     if args.shapes_max_planes is not None and args.shapes_max_planes < 4:
         raise ValidationError(f"--shapes-max-planes must be at least 4, got {args.shapes_max_planes}")
     check_outputs([args.json])  # before the run, not after it

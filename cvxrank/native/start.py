@@ -83,7 +83,7 @@ def regression_start(oracle, lam: float, *, iterations: int = START_ITERATIONS) 
     Parameters
     ----------
     oracle : PairFreeOracle
-        Its ``X``, query and grade codes and grades (numeric grades as they are, others by their codes).
+        Its ``X``, the documents' query and grade codes, and its sweeps (the papers' margin of 1).
     lam : float
         ``λ`` of (9).
     iterations : int, default START_ITERATIONS
