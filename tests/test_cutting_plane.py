@@ -176,6 +176,7 @@ def test_warm_start_from_the_solution_stops_at_once():
     ({"tol": 0.0}, "tol"), ({"tol": 2}, "tol"), ({"max_iter": 0}, "max_iter"), ({"lam": -1.0}, "lam"),
     ({"warm_start_w": np.zeros(2)}, "warm_start_w"), ({"time_limit": -1}, "time_limit"), ({"rho": 0}, "rho"),
     ({"n_shards": 2}, "dask client"), ({"start": "middle"}, "start must be one of 'auto', 'regression', 'zero'"),
+    ({"start": np.array(["auto", "zero"])}, "start must be one of"), ({"start": None}, "start must be one of"),
 ])
 def test_bad_options_are_refused(kwargs, message):
     inst = Instance(0)

@@ -283,7 +283,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     """
     lam = check_lam(lam)
     w = check_common(tol, time_limit, warm_start_w, oracle.n_features)
-    if start not in START_CHOICES:
+    if not isinstance(start, str) or start not in START_CHOICES:
         raise ValidationError(f"start must be one of {', '.join(map(repr, START_CHOICES))}, got {start!r}")
     max_iter = positive_int(max_iter, "max_iter")
     prune_after = positive_int(prune_after, "prune_after")
