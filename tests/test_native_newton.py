@@ -112,8 +112,9 @@ def test_band_is_the_pairs_near_the_margin():
 
 def same_optimum(a, b) -> bool:
     """Two certified runs agree within their certificates: ``|F_a - F_b| <= max(gap_a, gap_b)`` up to the float64
-    rounding of the sums behind the objectives and bounds, at most ``floor`` relative (``cvxrank.native.cutting_plane.certifiable_gap``; a
-    computed bound can sit a rounding error above a computed objective, the gap then a hair below 0)."""
+    rounding of the sums behind the objectives and bounds, at most ``floor`` relative (``certifiable_gap`` of
+    :mod:`cvxrank.native.cutting_plane`; a computed bound can sit a rounding error above a computed objective, the
+    gap then a hair below 0)."""
     room = max(a.floor, b.floor) * max(abs(a.objective), abs(b.objective))
     return abs(a.objective - b.objective) <= max(a.gap, b.gap) + room
 
