@@ -46,6 +46,19 @@ def test_box_qp_is_clarabel_on_singular_gram_matrices(seed):
     assert r.kkt <= 1e-6  # the projected gradient (margins minus 1 in the finish) is small
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_polish_alone_reaches_clarabel(seed):
+    # Projected Newton from 0 without the interior point: on these instances its free set repeats from one step
+    # to the next (the step reuses that set's factor), and it must still end at the optimum.
+    Q, c, u = _singular(seed)
+    r = box_qp(Q, c, u, interior_iterations=0)
+    assert np.all(r.x >= 0.0) and np.all(r.x <= u)
+    ref = _clarabel(Q, c, u)
+    assert r.f == pytest.approx(_f(Q, c, r.x), rel=1e-12, abs=1e-12)
+    assert _f(Q, c, r.x) <= _f(Q, c, ref) + 1e-8 * max(1.0, abs(_f(Q, c, ref)))
+    assert r.kkt <= 1e-6
+
+
 def test_box_qp_start_and_edge_cases():
     Q, c, u = _singular(7)
     start = u * 2.0  # clipped into the box

@@ -15,7 +15,8 @@ solved in two stages:
    ``x`` with gradient ``g = Q x + c``, the ε-active set ``A = {x_i <= ε_i, g_i > 0} ∪ {x_i >= u_i - ε_i, g_i < 0}``
    is held (a diagonally scaled gradient step there), the free set ``F`` takes the step
    ``d_F = -(Q_FF + ρ I)^{-1} g_F`` (``ρ`` a tiny multiple of the largest diagonal entry, so the step is defined on a
-   singular ``Q_FF``), and the step searches the projected arc ``P[x + t d]`` exactly. From the interior point the
+   singular ``Q_FF``; its Cholesky factor is kept while ``F`` stays the same from one step to the next), and the
+   step searches the projected arc ``P[x + t d]`` exactly. From the interior point the
    active set is already right and a step or two puts the bound variables on their bounds.
 
 Every iterate of the polish lies in the box (it is a projection), and ``f`` never increases along it; the
@@ -150,6 +151,7 @@ def _projected_newton(Q, c, u, x, g, diag, reg, tol, max_iter):
     scale = max(1.0, float(np.abs(g).max()))
     kkt = float(np.abs(x - np.clip(x - g, 0.0, u)).max())
     k, it, total = c.shape[0], 0, 0.0
+    held, factor = None, None  # the free set of the last factorisation and its Cholesky factor (None: not PD)
     while kkt > tol * scale and it < max_iter:
         it += 1
         eps = np.minimum(kkt, 0.5 * u)  # Bertsekas' ε-active set: within the projected-gradient size of a bound
@@ -158,12 +160,17 @@ def _projected_newton(Q, c, u, x, g, diag, reg, tol, max_iter):
         d = np.zeros(k)
         d[active] = -g[active] / np.maximum(diag[active], reg)
         if free.any():
-            H = Q[np.ix_(free, free)]
-            H[np.diag_indices_from(H)] += reg
-            try:
-                d[free] = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g[free],
-                                         check_finite=False)
-            except (np.linalg.LinAlgError, sla.LinAlgError):
+            if held is None or not np.array_equal(free, held):  # the same free set: the same matrix, its factor
+                H = Q[np.ix_(free, free)]
+                H[np.diag_indices_from(H)] += reg
+                try:
+                    factor = sla.cho_factor(H, lower=True, check_finite=False)
+                except (np.linalg.LinAlgError, sla.LinAlgError):
+                    factor = None
+                held = free
+            if factor is not None:
+                d[free] = -sla.cho_solve(factor, g[free], check_finite=False)
+            else:
                 d[free] = -g[free] / np.maximum(diag[free], reg)
         step = _arc_search(Q, x, g, d, u)
         if step is None:  # no descent along the Newton arc: the projected gradient's arc
