@@ -301,8 +301,9 @@ def pair_dual_rounding(X, V, degree: int, alpha, u, lam: float) -> float:
         ``V_d``, the sum of ``α`` over the pairs of each document.
     degree : int
         ``k``, the most pairs of one document.
-    alpha : ndarray of shape (P,)
-        The dual point, ``α_i ≥ 0``.
+    alpha : ndarray of shape (P,) or tuple
+        The dual point, ``α_i ≥ 0``; or ``(Σα, P)``, its sum and its number of pairs, for a point that is not held
+        pair by pair (the flows of :mod:`cvxrank.native.threshold_dual`).
     u : ndarray of shape (n,)
         The computed ``ũ``.
     lam : float
@@ -313,9 +314,9 @@ def pair_dual_rounding(X, V, degree: int, alpha, u, lam: float) -> float:
         On the scale of (14) (the bound on (9) divided by ``2λ``).
     """
     m, n = X.shape
-    P = alpha.shape[0]
+    total, P = (float(alpha[0]), int(alpha[1])) if isinstance(alpha, tuple) else (float(alpha.sum()), alpha.shape[0])
     delta = float(np.linalg.norm(gamma(m + degree + SLACK) * abs_rmatvec(X, V)))
     uu = float(np.linalg.norm(u))
-    r9 = (gamma(P + SLACK) * float(alpha.sum()) + ((2.0 * uu + delta) * delta + gamma(n + SLACK) * uu * uu) / (4.0 * lam)
+    r9 = (gamma(P + SLACK) * total + ((2.0 * uu + delta) * delta + gamma(n + SLACK) * uu * uu) / (4.0 * lam)
           + 8.0 * (P + m * (n + 1)) * TINY)
     return r9 / (2.0 * lam)

@@ -194,8 +194,8 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
                   warm_start_w=None, rho: float = 0.1, rho_min: float = 0.01, prune_after: int = 50,
                   max_planes: int | None = None, stall_after: int = 200, keep_points: bool = False,
                   threads: int | None = 1, verbose: bool = False, newton_gap: float | None = 0.1,
-                  hessian_free: bool = False, pair_cd: bool | None = None, start: str = "auto",
-                  allowance=None) -> CuttingPlaneRun:
+                  hessian_free: bool = False, pair_cd: bool | None = None, threshold: bool | None = None,
+                  start: str = "auto", allowance=None) -> CuttingPlaneRun:
     """Minimise ``λ‖w‖² + R(w)`` with a pair-free oracle; stop at a certified relative gap.
 
     Parameters
@@ -263,6 +263,13 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         oracle with the papers' margin of 1, the compiled sweeps and 12 bytes a pair in the memory budget
         (:func:`~cvxrank.native.pair_cd.pair_cd_bytes`); otherwise the solve goes on without it. A pass over the
         pairs counts as an oracle call for ``max_iter``.
+    threshold : bool or None, default None
+        Before pair_cd, the dual of the hard-margin threshold form
+        (:func:`~cvxrank.native.threshold_dual.threshold_dual`: one constraint per document and boundary between
+        consecutive grades of its query, accelerated projected gradient with finishes on its set); pair_cd goes on
+        from its bounds when it hands over (at larger λ, where the hard-margin solution is not the optimum, or on
+        data that are not separable) or has not proved ``tol``. None: when pair_cd is automatic; True: also with
+        ``pair_cd=True``; False: never. It needs every boundary's grade pair to carry a weight (else pair_cd alone).
     start : {"auto", "regression", "zero"}, default "auto"
         First point without ``warm_start_w``: ``"regression"``, a least-squares fit of the grades from a few
         products with ``X``, scaled to its best multiple for (9) (:func:`~cvxrank.native.start.regression_start`);
@@ -305,7 +312,12 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         raise ValidationError(f"hessian_free must be True or False, got {hessian_free!r}")
     if pair_cd is not None and not isinstance(pair_cd, (bool, np.bool_)):
         raise ValidationError(f"pair_cd must be True, False or None (automatic), got {pair_cd!r}")
+    if threshold is not None and not isinstance(threshold, (bool, np.bool_)):
+        raise ValidationError(f"threshold must be True, False or None (automatic), got {threshold!r}")
+    if threshold and pair_cd is not None and not pair_cd:
+        raise ValidationError("threshold=True runs before pair_cd: not with pair_cd=False")
     automatic = pair_cd is None
+    use_threshold = bool(automatic if threshold is None else threshold)
     if automatic:  # sparse data with many features, at least one per document (separable)
         n, m = oracle.n_features, oracle.n_documents
         pair_cd = not hessian_free and n > NEWTON_MAX_FEATURES and n >= m
@@ -334,7 +346,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
                   else None)
         run = _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after,
                    stall_after, keep_points, verbose, newton, max_planes, use_pair_cd, allowance, pair_cd_after,
-                   clock)
+                   clock, use_threshold)
     run.start = first
     return run
 
@@ -428,9 +440,43 @@ def _plane_limit(max_planes, keep_points):
     return max_planes
 
 
+def _dual_phases(oracle, lam, upper, lower, target, max_calls, deadline, verbose, start, allowance, threshold):
+    """The threshold form's dual (:func:`~cvxrank.native.threshold_dual.threshold_dual`, when ``threshold`` and it
+    applies), then :func:`~cvxrank.native.pair_cd.pair_cd` from its bounds unless it proved the target: one phase's
+    ``(w_best, F_best, lower, w_lower, calls, rows, lower_rounding)``, the rows' work counted from the first's start
+    and ``w_best`` None when neither beat ``upper``."""
+    from cvxrank.native.pair_cd import pair_cd, target_proven
+    from cvxrank.native.threshold_dual import boundaries, threshold_dual
+
+    structure = boundaries(oracle) if threshold else None
+    if structure is None:
+        return pair_cd(oracle, lam, upper=upper, lower=lower, target=target, max_calls=max_calls, deadline=deadline,
+                       verbose=verbose, start=start, allowance=allowance)
+    w_best, F_best, low, w_low, calls, rows, rounding = threshold_dual(
+        oracle, lam, upper=upper, lower=lower, target=target, max_calls=max_calls, deadline=deadline,
+        verbose=verbose, start=start, allowance=allowance, structure=structure)
+    del structure
+    extra = None
+    if allowance is not None and w_best is not None and F_best - low <= target * F_best:
+        extra = allowance(w_best) + 2.0 * lam * (rounding or 0.0)
+    elapsed = time.perf_counter() - start
+    if (target_proven(F_best, low, target, extra) or max_calls - calls < 4
+            or (deadline is not None and elapsed >= deadline)):
+        return w_best, F_best, low, w_low, calls, rows, rounding
+    w2, F2, low2, w_low2, calls2, rows2, rounding2 = pair_cd(
+        oracle, lam, upper=F_best, lower=low, target=target, max_calls=max_calls - calls, deadline=deadline,
+        verbose=verbose, start=start, allowance=allowance)
+    rows += [{**row, "evaluations": calls + row["evaluations"]} for row in rows2]
+    if w2 is not None and F2 < F_best:
+        w_best, F_best = w2, F2
+    if low2 > low:
+        low, w_low, rounding = low2, w_low2, rounding2
+    return w_best, F_best, low, w_low, calls + calls2, rows, rounding
+
+
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min, prune_after, stall_after,
          keep_points, verbose, newton_gap=None, max_planes=None, use_pair_cd=False, allowance=None,
-         pair_cd_after=0, clock=None) -> CuttingPlaneRun:
+         pair_cd_after=0, clock=None, threshold=False) -> CuttingPlaneRun:
     start = time.perf_counter() if clock is None else clock
     calls, newton_done, w_lower = 1, newton_gap is None, None
     n = w.shape[0]
@@ -472,14 +518,12 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         # PAIR_CD_GAP after pair_cd_after calls, or short of the target after PAIR_CD_LATEST
         if use_pair_cd and rel > target and (not pair_cd_after or (calls >= pair_cd_after and rel > PAIR_CD_GAP)
                                              or calls >= PAIR_CD_LATEST):
-            from cvxrank.native.pair_cd import pair_cd
-
             use_pair_cd, newton_done = False, True
             if pair_cd_after:  # the planes' memory back before the pairs' (their bound is kept in lower, lower_u)
                 bundle = Bundle(n, lam, keep_points=keep_points, max_planes=max_planes, capacity=4)
                 w = w_model = r = None  # (made again after the phase if the planes go on)
-            phase = pair_cd(oracle, lam, upper=best_F, lower=lower, target=target, max_calls=max_iter - calls,
-                            deadline=time_limit, verbose=verbose, start=start, allowance=allowance)
+            phase = _dual_phases(oracle, lam, best_F, lower, target, max_iter - calls, time_limit, verbose, start,
+                                 allowance, threshold)
         elif not newton_done and (rel <= newton_gap or (null_step and n <= NEWTON_MAX_FEATURES)) and rel > target:
             from cvxrank.native.newton import smoothed_newton
 

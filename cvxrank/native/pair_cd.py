@@ -52,7 +52,7 @@ from cvxrank.native.kernels import sweep
 from cvxrank.native.newton import _cg
 from cvxrank.rounding import pair_dual_rounding
 
-__all__ = ["PairBlocks", "all_pairs", "pair_cd", "pair_cd_bytes"]
+__all__ = ["PairBlocks", "all_pairs", "pair_cd", "pair_cd_bytes", "target_proven"]
 
 #: Passes of coordinate descent between two looks at the bounds.
 BATCH = 10
@@ -192,6 +192,17 @@ def _csr(X):
     return np.asarray(X.indptr, dtype=np.int64), indices, data
 
 
+def target_proven(F_best, lower, target, extra=None) -> bool:
+    """Whether the gap ``F_best - lower`` proves the relative ``target`` once the certificate adds ``extra`` (its
+    rounding allowances on the scale of (9); None: none known), unless ``extra`` alone takes more than half of the
+    target (float64's floor: the door then reports the gap it can certify)."""
+    if not F_best - lower <= target * F_best:
+        return False
+    if extra is None:
+        return True
+    return extra > 0.5 * target * F_best or F_best - lower + extra <= target * F_best
+
+
 def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verbose=False, start=None,
             seed: int = 0, allowance=None):
     """Dual coordinate descent on the pairs of a sparse ``X``, with exact finishes (module docstring), until the
@@ -254,13 +265,11 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
             F_best, w_best = F, x
         return F
 
-    def proven(estimate=None):  # the target, with the certificate's allowances (unless they take over half of it)
-        if not F_best - lower <= target * F_best:
-            return False
-        if allowance is None or w_best is None:
-            return True
-        extra = (allowance(w_best) if estimate is None else estimate) + 2.0 * lam * (lower_rounding or 0.0)
-        return extra > 0.5 * target * F_best or F_best - lower + extra <= target * F_best
+    def proven(estimate=None):  # the target, with the certificate's allowances
+        extra = None
+        if allowance is not None and w_best is not None and F_best - lower <= target * F_best:
+            extra = (allowance(w_best) if estimate is None else estimate) + 2.0 * lam * (lower_rounding or 0.0)
+        return target_proven(F_best, lower, target, extra)
 
     def finish(w, reference=None):  # F at the finish's point; its CG looks at F every FINISH_CHECK products
         looked = {"F": np.inf, "ended": False}

@@ -1,0 +1,275 @@
+"""The dual of the hard-margin threshold form (cvxrank.native.threshold_dual): its projection against an exact
+reference, its constraints against the pairs written out, its bounds against Clarabel's optimum, its hand-over where
+the hard-margin solution is not the optimum, and the solves through the door that run it."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import brentq
+
+from cvxrank.costs import pair_weights, theorem1_C
+from cvxrank.data import RankingData
+from cvxrank.datasets import make_ranking
+from cvxrank.exceptions import ValidationError
+from cvxrank.formulations import build_primal
+from cvxrank.native import PairFreeOracle, cost_table
+from cvxrank.native.kernels import COMPILED, sweep
+from cvxrank.native.threshold_dual import _gap, boundaries, flows, threshold_dual
+from cvxrank.pairs import make_pairs
+from cvxrank.problem import RankingProblem
+from cvxrank.solvers import solve
+from tests.conftest import assert_agree, brute_force_pairs
+
+compiled = pytest.mark.skipif(not COMPILED, reason="the compiled sweeps were not built")
+
+
+def _wide(seed, n_features=150):
+    """Sparse data with more features than documents: separable, the optimum hard-margin for small λ."""
+    data = make_ranking(n_queries=5, docs_per_query=(6, 12), n_features=n_features, density=0.05, random_state=seed)
+    return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
+
+
+def _narrow(seed):
+    """Sparse data with few features for its pairs: not separable."""
+    data = make_ranking(n_queries=6, docs_per_query=(8, 14), n_features=8, density=0.5, random_state=seed)
+    return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
+
+
+def _gaps(data):
+    """``_wide`` data with grades spread over 0..4, some missing in each query, and a query of one grade."""
+    rng = np.random.default_rng(7)
+    y = np.array(data.y, dtype=float)
+    y = np.where(rng.random(y.shape[0]) < 0.5, y * 2, y)  # grades 0, 1, 2, 4: gaps in most queries
+    qid = np.array(data.qid)
+    y[qid == qid[0]] = 3  # one query with a single grade: no boundary
+    return RankingData(data.X, y=y, qid=qid)
+
+
+def _optimum(data, lam, **costs):
+    """Clarabel's objective of (9) (scale of (9): 2λ times (14)'s)."""
+    pairs = make_pairs(data)
+    res = solve(build_primal(pairs, C=theorem1_C(pair_weights(pairs, **costs), lam)), "clarabel", tol=1e-8)
+    assert res.status == "optimal"
+    return 2 * lam * res.qp_objective, res
+
+
+def _reference_projection(v, sig):
+    """The projection of v onto {ν ≥ 0, Σ σ ν = 0} by a root of the excess (bracketed, to full precision)."""
+    if not (sig > 0).any() or not (sig < 0).any():
+        return np.zeros_like(v)
+
+    def excess(theta):
+        return float(np.sum(sig * np.maximum(0.0, v - theta * sig)))
+
+    span = 2.0 * (1.0 + np.abs(v).max())
+    theta = brentq(excess, -span, span, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    return np.maximum(0.0, v - theta * sig)
+
+
+@compiled
+def test_balance_is_the_projection_onto_the_balanced_non_negative_set():
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        sizes = rng.integers(1, 9, rng.integers(1, 7))
+        starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        K = int(starts[-1])
+        scale = rng.choice([1e-8, 1.0, 1e6])
+        v = rng.standard_normal(K) * scale
+        if trial % 5 == 0:
+            v = np.round(v / scale) * scale  # ties
+        sig = rng.choice([-1.0, 1.0], K)
+        theta = rng.standard_normal(sizes.shape[0]) * scale * (trial % 3)  # cold and warm starts
+        out = np.full(K, np.nan)
+        sweep().balance(v, sig, starts, theta, out)
+        for b in range(sizes.shape[0]):
+            part = slice(starts[b], starts[b + 1])
+            ref = _reference_projection(v[part], sig[part])
+            assert np.all(out[part] >= 0)
+            np.testing.assert_allclose(out[part], ref, rtol=0, atol=1e-12 * scale * max(1, sizes[b]))
+            assert abs(np.sum(sig[part] * out[part])) <= 1e-12 * scale * sizes[b]
+
+
+@compiled
+def test_balance_rejects_inconsistent_boundaries():
+    v, sig, out = np.ones(4), np.array([1.0, -1.0, 1.0, -1.0]), np.empty(4)
+    with pytest.raises(ValueError, match="internal error"):
+        sweep().balance(v, sig, np.array([0, 3], dtype=np.int64), np.zeros(1), out)
+    with pytest.raises(ValueError, match="internal error"):
+        sweep().balance(v, sig, np.array([0, 3, 2, 4], dtype=np.int64), np.zeros(3), out)
+
+
+def _pairs(data):
+    """``(better, worse)`` of every within-query pair of different grades, in :func:`brute_force_pairs`' order."""
+    y, qid = np.asarray(data.y), np.asarray(data.qid)
+    found = [(i, j) for q in np.unique(qid) for i in np.flatnonzero(qid == q) for j in np.flatnonzero(qid == q)
+             if y[i] > y[j]]
+    return np.array(found).T
+
+
+@pytest.mark.parametrize("gaps", [False, True], ids=["three grades", "grades with gaps"])
+def test_boundaries_are_the_pairs_of_consecutive_grades(gaps):
+    data = _gaps(_wide(3)) if gaps else _wide(3)
+    tau = None if gaps else {(1, 0): 1.0, (2, 1): 2.0, (2, 0): 3.0}
+    oracle = PairFreeOracle.from_data(data, cost_table(data, tau=tau, mu="balanced"))
+    bd = boundaries(oracle)
+    _, c, _ = brute_force_pairs(data, tau=tau, mu="balanced")
+    better, worse = _pairs(data)
+    y, qid = np.asarray(data.y), np.asarray(data.qid)
+    present = {q: np.unique(y[qid == q]) for q in np.unique(qid)}
+    adjacent = np.array([not np.any((present[qid[i]] > y[j]) & (present[qid[i]] < y[i]))
+                         for i, j in zip(better, worse)])
+    assert not adjacent.all()  # (some pairs skip a grade)
+    assert bd.n_pairs == int(adjacent.sum())
+    assert bd.side == max(max(int(a), int(b)) for a, b in zip(bd.mid - bd.starts[:-1], bd.starts[1:] - bd.mid))
+    # every boundary: the documents of two consecutive grades of one query, all of them, and their pairs' weight
+    covered = 0
+    for b in range(bd.cost.shape[0]):
+        up, down = bd.doc[bd.starts[b]:bd.mid[b]], bd.doc[bd.mid[b]:bd.starts[b + 1]]
+        assert np.all(bd.sig[bd.starts[b]:bd.mid[b]] == 1) and np.all(bd.sig[bd.mid[b]:bd.starts[b + 1]] == -1)
+        (q,), (g_up,), (g_down,) = set(qid[np.r_[up, down]]), set(y[up]), set(y[down])
+        assert g_up > g_down and not np.any((present[q] > g_down) & (present[q] < g_up))
+        assert sorted(up) == list(np.flatnonzero((qid == q) & (y == g_up)))
+        assert sorted(down) == list(np.flatnonzero((qid == q) & (y == g_down)))
+        mine = adjacent & np.isin(better, up) & np.isin(worse, down)
+        assert int(mine.sum()) == up.shape[0] * down.shape[0]
+        np.testing.assert_allclose(c[mine], bd.cost[b], rtol=1e-14)
+        covered += int(mine.sum())
+    assert covered == bd.n_pairs
+    # the least gap over the boundaries is the least margin of the consecutive grades' pairs; once positive, of
+    # every pair
+    X = data.X.toarray()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        s = X @ rng.standard_normal(X.shape[1])
+        assert _gap(s, bd) == (s[better] - s[worse])[adjacent].min()
+        s = 1.5 * y + 0.01 * rng.random(y.shape[0])  # scores that follow the grades
+        assert _gap(s, bd) > 0 and _gap(s, bd) == (s[better] - s[worse]).min()
+
+
+def test_no_boundaries_where_a_consecutive_grade_pair_has_no_weight():
+    data = _wide(1)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, tau={(1, 0): 1.0, (2, 1): 0.0, (2, 0): 1.0}))
+    assert boundaries(oracle) is None
+
+
+def _balanced(bd, seed):
+    """A random balanced ``ν ≥ 0`` with some zeros."""
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(bd.doc.shape[0]) + 0.3
+    nu = np.empty_like(v)
+    sweep().balance(v, bd.sig, bd.starts, np.zeros(bd.cost.shape[0]), nu)
+    return nu
+
+
+@compiled
+@pytest.mark.parametrize("lam", [0.05, 3.0])
+def test_flows_are_a_point_of_the_box_and_their_value_is_exact_within_its_allowance(lam):
+    data = _gaps(_wide(2, n_features=40))
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    bd = boundaries(oracle)
+    X = data.X.toarray()
+    Xf = [[Fraction(float(x)) for x in row] for row in X]
+    for seed in range(3):
+        nu = _balanced(bd, seed) * (1.0 if seed else 40.0)  # the last: flows beyond the box, scaled down
+        fl = flows(oracle, bd, lam, nu)
+        assert 0 < fl.t <= fl.t_max
+        # the pairs' α exactly, from the same κ_b (the float the function computes)
+        sums = np.add.reduceat(nu, bd.segments)
+        U, D = sums[0::2], sums[1::2]
+        kappa = np.divide(2.0 * lam, np.maximum(U, D), out=np.zeros_like(U), where=(U > 0) & (D > 0))
+        t, alpha_sum, u = Fraction(fl.t), Fraction(0), [Fraction(0)] * X.shape[1]
+        for b in range(bd.cost.shape[0]):
+            up, down = range(bd.starts[b], bd.mid[b]), range(bd.mid[b], bd.starts[b + 1])
+            for i in up:
+                for j in down:
+                    a = t * Fraction(float(kappa[b])) * Fraction(float(nu[i])) * Fraction(float(nu[j]))
+                    assert a <= Fraction(float(bd.cost[b]))  # in the box
+                    alpha_sum += a
+                    di, dj = Xf[bd.doc[i]], Xf[bd.doc[j]]
+                    u = [uk + a * (p - q) for uk, p, q in zip(u, di, dj)]
+        exact = alpha_sum - sum(x * x for x in u) / (4 * Fraction(lam))
+        assert abs(Fraction(fl.value) - exact) <= Fraction(2 * lam * fl.rounding(data.X, bd, lam))
+        assert fl.value == pytest.approx(float(exact), rel=1e-12)
+    assert fl.t < 1.0  # (the scaled one needed its multiple)
+
+
+@compiled
+@pytest.mark.parametrize(("make", "lam", "costs"), [
+    (_wide, 0.05, {"mu": "balanced"}),
+    (_wide, 0.5, {}),
+    (lambda seed: _gaps(_wide(seed)), 0.05, {"mu": "balanced"}),
+    (_wide, 0.5, {"tau": {(1, 0): 1.0, (2, 1): 2.0, (2, 0): 0.0}}),
+], ids=["balanced", "plain", "grades with gaps", "a zero weight across two grades"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_proves_the_hard_margin_optimum_between_clarabels_bounds(make, lam, costs, seed):
+    data = make(seed)
+    optimum, ref = _optimum(data, lam, **costs)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, **costs))
+    w, F, lower, _, _, rows, rounding = threshold_dual(oracle, lam, upper=np.inf, lower=0.0, target=1e-8,
+                                                       max_calls=50_000)
+    assert F - lower <= 1e-8 * F and rounding is not None
+    below = optimum - 2 * lam * ref.gap_M  # Clarabel's certified lower bound
+    assert below * (1 - 1e-12) <= F and F == pytest.approx(lam * float(w @ w) + oracle.loss(w), rel=1e-14)
+    assert lower <= optimum * (1 + 1e-12)
+    assert all(row["dual_objective"] <= optimum * (1 + 1e-12) for row in rows)
+    assert np.linalg.norm(w - ref.w) <= np.sqrt(2 * ref.gap_M) + np.sqrt((F - lower) / lam)
+
+
+@compiled
+@pytest.mark.parametrize(("make", "lam"), [(_wide, 500.0), (_narrow, 0.05), (_narrow, 5.0)],
+                         ids=["large lambda", "not separable, small lambda", "not separable"])
+def test_hands_over_where_the_hard_margin_solution_is_not_the_optimum(make, lam):
+    data = make(4)
+    optimum, ref = _optimum(data, lam, mu="balanced")
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    _, F, lower, _, calls, _, _ = threshold_dual(oracle, lam, upper=np.inf, lower=0.0, target=1e-8,
+                                                 max_calls=50_000)
+    assert calls < 50_000 and not (np.isfinite(F) and F - lower <= 1e-8 * F)  # handed over, well before the cap
+    assert lower <= optimum * (1 + 1e-12)
+    assert F >= (optimum - 2 * lam * ref.gap_M) * (1 - 1e-12)
+
+
+@compiled
+@pytest.mark.parametrize("make", [_wide, _narrow, lambda seed: _gaps(_wide(seed))],
+                         ids=["separable", "not separable", "grades with gaps"])
+@pytest.mark.parametrize("lam", [0.05, 5.0, 500.0])
+def test_the_door_with_it_agrees_with_clarabel(make, lam):
+    data = make(int(lam) % 5)
+    _, ref = _optimum(data, lam, mu="balanced")
+    res = solve(RankingProblem(data, mu="balanced", lam=lam), "cutting_plane", tol=1e-8, pair_cd=True,
+                threshold=True)
+    assert res.status == "optimal"
+    assert_agree(res, ref)
+    assert np.all(res.history["dual_objective"] <= 2 * lam * ref.qp_objective * (1 + 1e-10) + 1e-12)
+
+
+@compiled
+def test_it_runs_before_an_automatic_pair_cd(monkeypatch):
+    import cvxrank.native.threshold_dual as module
+
+    ran = []
+    original = module.threshold_dual
+
+    def spy(*args, **kwargs):
+        ran.append(original(*args, **kwargs))
+        return ran[-1]
+
+    monkeypatch.setattr(module, "threshold_dual", spy)
+    data = _wide(5, n_features=2500)  # sparse, more features than the Newton phase takes and than documents
+    _, ref = _optimum(data, 0.5, mu="balanced")
+    for threshold, runs in ((None, 1), (False, 0)):
+        ran.clear()
+        res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-8, threshold=threshold)
+        assert len(ran) == runs
+        assert_agree(res, ref)
+    assert ran == [] and res.status == "optimal"
+
+
+def test_threshold_is_checked():
+    problem = RankingProblem(_wide(0), lam=0.5)
+    with pytest.raises(ValidationError, match="threshold must be True, False or None"):
+        solve(problem, "cutting_plane", threshold="yes")
+    with pytest.raises(ValidationError, match="not with pair_cd=False"):
+        solve(problem, "cutting_plane", threshold=True, pair_cd=False)
