@@ -73,6 +73,8 @@ def test_bench_path_refuses_bad_sizes_in_one_line(capsys):
     (["native", "--shapes-max-planes", "3"], "--shapes-max-planes must be at least 4, got 3"),
     (["native", "--shapes-start", "auto,middle"], "--shapes-start takes auto, regression, zero, each once, got 'auto,middle'"),
     (["native", "--shapes-start", "zero,zero"], "--shapes-start takes auto, regression, zero, each once, got 'zero,zero'"),
+    (["native", "--shapes-threshold", "auto,maybe"], "--shapes-threshold takes auto, on, off, each once, got 'auto,maybe'"),
+    (["native", "--shapes-threshold", "on", "--shapes-pair-cd", "off"], "--shapes-threshold on runs before pair_cd: not with --shapes-pair-cd off"),
     (["io", "--big-lines", "-1"], "--big-lines must be a positive integer, got -1"),
     (["path", "--report", "/no-such-folder-cvxrank/r.md"], "folder /no-such-folder-cvxrank does not exist"),
     (["formulations", "--json", "/no-such-folder-cvxrank/f.json"], "folder /no-such-folder-cvxrank does not exist"),
@@ -156,6 +158,18 @@ def test_bench_native_shapes_compares_first_points(tmp_path, capsys):
     assert [(r["start"], r["started"]) for r in rows] == [("regression", "regression"), ("zero", "zero")]
     assert rows[0]["start_products"] > 0 and rows[0]["start_sweeps"] > 0
     assert rows[1]["start_products"] == rows[1]["start_sweeps"] == 0
+    assert all(r["status"] == "optimal" and r["relative_gap"] <= 1e-6 for r in rows)
+
+
+def test_bench_native_shapes_compares_threshold_settings(tmp_path, capsys):
+    """--shapes-threshold with two settings: a row for each, both certified, saying which setting it ran."""
+    out = tmp_path / "shapes.json"
+    argv = ["bench", "native", "--instances", "shapes", "--shapes", "ties", "--shapes-lams", "500",
+            "--shapes-repeat", "1", "--shapes-threshold", "auto,off", "--json", str(out)]
+    assert main(argv) == 0
+    assert "threshold off" in capsys.readouterr().out
+    rows = [r for r in json.loads(out.read_text())["rows"] if r.get("instance") == "shapes" and "lam" in r]
+    assert [r["threshold"] for r in rows] == ["auto", "off"]
     assert all(r["status"] == "optimal" and r["relative_gap"] <= 1e-6 for r in rows)
 
 

@@ -167,6 +167,10 @@ def add_arguments(parser) -> None:
                         help="shapes: the cutting planes' pair_cd (dual coordinate descent over the pairs with an exact "
                              "finish): auto (default: a CSR X with more than 2,000 features and at least one per "
                              "document), on (any CSR X) or off")
+    parser.add_argument("--shapes-threshold", default="auto", metavar="T1,T2",
+                        help="shapes: the cutting planes' threshold (the hard-margin threshold form's dual before "
+                             "pair_cd), any of auto (default: before an automatic pair_cd), on, off; several: one row "
+                             "each, their solves alternating (e.g. auto,off: with it and pair_cd alone)")
     parser.add_argument("--shapes-start", default="auto", metavar="S1,S2",
                         help="shapes: the cutting planes' first point, any of auto, regression, zero (default auto: "
                              "the grades' least-squares fit, scaled, on problems of at most 10,000 documents); "
@@ -1031,6 +1035,8 @@ def _shapes(args, tau, mu):
 
     lams = [check_lam(float(x)) for x in split(args.shapes_lams) or []]
     starts = split(args.shapes_start) or ["auto"]
+    thresholds = split(args.shapes_threshold) or ["auto"]
+    runs = [(start, threshold) for start in starts for threshold in thresholds]  # their solves alternate
     note = _svmrank_note()
     rows = []
     print("\n== shapes: solve(problem, 'cutting_plane', tol) through the door; floor p. = time / one floor pass "
@@ -1055,30 +1061,37 @@ def _shapes(args, tau, mu):
             pair_cd = {"auto": None, "on": True, "off": False}[args.shapes_pair_cd]
             options = {"tol": args.tol, "time_limit": args.shapes_time_limit, "max_planes": args.shapes_max_planes,
                        "pair_cd": pair_cd}
-            times = {s: [] for s in starts}
-            own, last = {s: [] for s in starts}, {}
+            times = {r: [] for r in runs}
+            own, last = {r: [] for r in runs}, {}
             for _ in range(args.shapes_repeat):
-                for start in starts:  # several first points: their solves alternate
+                for r in runs:  # several first points or threshold settings: their solves alternate
+                    start, threshold = r
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         t0 = time.perf_counter()
-                        last[start] = solve(problem, "cutting_plane", start=start, **options)
-                        times[start].append(time.perf_counter() - t0)
-                        own[start].append(float(last[start].solve_time))
-            for start in starts:  # SVMrank (when on the PATH) once per (shape, lambda): beside the first row
-                rows.append(_shape_row(args, problem, options, name, label, lam, start, times[start], own[start],
-                                       last[start], one, x_bytes, costs, note if start == starts[0] else "once",
-                                       tau, mu, data))
+                        last[r] = solve(problem, "cutting_plane", start=start, threshold=THRESHOLDS[threshold],
+                                        **options)
+                        times[r].append(time.perf_counter() - t0)
+                        own[r].append(float(last[r].solve_time))
+            for r in runs:  # SVMrank (when on the PATH) once per (shape, lambda): beside the first row
+                rows.append(_shape_row(args, problem, {**options, "threshold": THRESHOLDS[r[1]]}, name, label, lam,
+                                       r, times[r], own[r], last[r], one, x_bytes, costs,
+                                       note if r == runs[0] else "once", tau, mu, data))
         del data
         gc.collect()
     met = sum(r["bar"] for r in rows)
-    print(f"  bar met on {met} of {len(rows)} (shape, lambda)" + ("" if len(starts) == 1 else " and first point"))
+    print(f"  bar met on {met} of {len(rows)} (shape, lambda)" + ("" if len(runs) == 1 else " and setting"))
     return rows, {"instance": "shapes", "tol": args.tol, "svmrank": note or "run"}
 
 
-def _shape_row(args, problem, options, name, label, lam, start, times, own, res, one, x_bytes, costs, note, tau, mu,
+#: ``--shapes-threshold``'s values as ``solve(..., threshold=...)`` takes them.
+THRESHOLDS = {"auto": None, "on": True, "off": False}
+
+
+def _shape_row(args, problem, options, name, label, lam, run, times, own, res, one, x_bytes, costs, note, tau, mu,
                data) -> dict:
-    """One row of the shape suite, printed: the median of the timed solves from the first point ``start``, the bar,
+    """One row of the shape suite, printed: the median of the timed solves of ``run`` (the first point ``start``
+    and the ``--shapes-threshold`` setting), the bar,
     and with ``--shapes-memory`` the peak of one more solve under tracemalloc. ``oracle_calls`` are the solve's; the
     first point's own work (products with ``X`` and sweeps, :mod:`cvxrank.native.start`) is in ``start_products`` and
     ``start_sweeps`` (its time is in ``seconds``). SVMrank runs only when ``note`` is None."""
@@ -1086,6 +1099,7 @@ def _shape_row(args, problem, options, name, label, lam, start, times, own, res,
 
     from cvxrank.solvers import solve
 
+    start, threshold = run
     peak = None
     if args.shapes_memory:  # apart from the timed solves: tracemalloc slows Python code
         with warnings.catch_warnings(), Measure("tracemalloc") as m:
@@ -1100,13 +1114,16 @@ def _shape_row(args, problem, options, name, label, lam, start, times, own, res,
            "floor_passes": t / one, "fixed_seconds": fixed, "relative_gap": float(res.relative_gap),
            "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs),
            "peak_over_x": peak, "max_planes": args.shapes_max_planes, "pair_cd": args.shapes_pair_cd,
+           "threshold": threshold,
            "bound": res.certificate.kind, "start": start, "started": res.extras.get("start"),
            "start_products": res.extras.get("start_products"), "start_sweeps": res.extras.get("start_sweeps")}
     if note is None and (mu is None or mu == "none"):
         with tempfile.TemporaryDirectory() as tmp:
             row["svmrank_seconds"] = _run_svmrank(data, lam, 1e-3, tmp)
     spread = (max(times) - min(times)) / t if t > 0 else 0.0
-    print(f"  {'' if args.shapes_start == start else 'start ' + start:>40s} {lam:7g} {t:8.3f}s {spread:6.0%} "
+    tags = ([] if args.shapes_start == start else [f"start {start}"]) + (
+        [] if args.shapes_threshold == threshold else [f"threshold {threshold}"])
+    print(f"  {', '.join(tags):>40s} {lam:7g} {t:8.3f}s {spread:6.0%} "
           f"{row['oracle_calls']:6d} {row['floor_passes']:9.1f} {fixed * 1e3:6.1f}ms {one * 1e3:6.2f}ms "
           f"{row['relative_gap']:8.1e}  {'MET' if bar else 'missed'} ({res.status})"
           + ("" if peak is None else f"  peak/X {peak:.2f}"), flush=True)
@@ -1175,6 +1192,13 @@ def check_args(args) -> tuple[list, set, float, object]:
     bad = [v for v in values if v not in START_CHOICES]
     if bad or not values or len(set(values)) < len(values):
         raise ValidationError(f"--shapes-start takes {', '.join(START_CHOICES)}, each once, got {args.shapes_start!r}")
+    values = split(args.shapes_threshold) or []
+    bad = [v for v in values if v not in THRESHOLDS]
+    if bad or not values or len(set(values)) < len(values):
+        raise ValidationError(f"--shapes-threshold takes {', '.join(THRESHOLDS)}, each once, got "
+                              f"{args.shapes_threshold!r}")
+    if "on" in values and args.shapes_pair_cd == "off":
+        raise ValidationError("--shapes-threshold on runs before pair_cd: not with --shapes-pair-cd off")
     if args.shapes_max_planes is not None and args.shapes_max_planes < 4:
         raise ValidationError(f"--shapes-max-planes must be at least 4, got {args.shapes_max_planes}")
     check_outputs([args.json])  # before the run, not after it
