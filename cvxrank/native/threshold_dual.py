@@ -43,7 +43,7 @@ points give upper bounds as above; its end, projected back, goes on as FISTA's p
 its work is not lost when the set was not yet right (on the 20,000-feature shape at λ = 0.5 the first finish, after
 75 iterations, took the lower bound's distance to the optimum from 3.6e-4, FISTA's alone there, to 3.6e-5).
 
-Measured on the 20,000-feature shape: docs/native.md, "Threshold dual".
+Measured on the 20,000-feature shape: docs/native.md, "Sparse separable data: the threshold form's dual".
 """
 
 from __future__ import annotations
