@@ -58,6 +58,26 @@ def assert_agree(a, b):
     assert abs(a.qp_objective - b.qp_objective) <= max(a.gap_M, b.gap_M) + rounding, (a, b)
 
 
+
+def sparse_wide(seed, n_features=150):
+    """Sparse data with more features than documents: separable, the optimum hard-margin for small λ."""
+    import scipy.sparse as sp
+
+    from cvxrank.data import RankingData
+
+    data = make_ranking(n_queries=5, docs_per_query=(6, 12), n_features=n_features, density=0.05, random_state=seed)
+    return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
+
+
+def sparse_narrow(seed):
+    """Sparse data with few features for its pairs: not separable, many pairs at the upper bound."""
+    import scipy.sparse as sp
+
+    from cvxrank.data import RankingData
+
+    data = make_ranking(n_queries=6, docs_per_query=(8, 14), n_features=8, density=0.5, random_state=seed)
+    return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
+
 def brute_force_pairs(data, tau=None, mu=None, margin=None):
     """Pairs written out by hand from the raw data, independently of cvxrank's pair code.
 

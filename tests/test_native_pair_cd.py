@@ -22,20 +22,10 @@ from cvxrank.problem import RankingProblem
 from cvxrank.rounding import pair_dual_rounding
 from cvxrank.solvers import solve
 from tests.conftest import assert_agree, brute_force_pairs
+from tests.conftest import sparse_narrow as _narrow
+from tests.conftest import sparse_wide as _wide
 
 compiled = pytest.mark.skipif(not COMPILED, reason="the compiled sweeps were not built")
-
-
-def _wide(seed, n_features=150):
-    """Sparse data with more features than documents: separable, the optimum hard-margin for small λ."""
-    data = make_ranking(n_queries=5, docs_per_query=(6, 12), n_features=n_features, density=0.05, random_state=seed)
-    return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
-
-
-def _narrow(seed):
-    """Sparse data with few features for its pairs: not separable, many pairs at the upper bound."""
-    data = make_ranking(n_queries=6, docs_per_query=(8, 14), n_features=8, density=0.5, random_state=seed)
-    return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
 
 
 def test_all_pairs_are_the_pairs_written_out_by_hand():

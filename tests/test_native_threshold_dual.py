@@ -6,12 +6,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.optimize import brentq
 
 from cvxrank.costs import pair_weights, theorem1_C
 from cvxrank.data import RankingData
-from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import build_primal
 from cvxrank.native import PairFreeOracle, cost_table
@@ -21,20 +19,10 @@ from cvxrank.pairs import make_pairs
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
 from tests.conftest import assert_agree, brute_force_pairs
+from tests.conftest import sparse_narrow as _narrow
+from tests.conftest import sparse_wide as _wide
 
 compiled = pytest.mark.skipif(not COMPILED, reason="the compiled sweeps were not built")
-
-
-def _wide(seed, n_features=150):
-    """Sparse data with more features than documents: separable, the optimum hard-margin for small λ."""
-    data = make_ranking(n_queries=5, docs_per_query=(6, 12), n_features=n_features, density=0.05, random_state=seed)
-    return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
-
-
-def _narrow(seed):
-    """Sparse data with few features for its pairs: not separable."""
-    data = make_ranking(n_queries=6, docs_per_query=(8, 14), n_features=8, density=0.5, random_state=seed)
-    return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
 
 
 def _gaps(data):
