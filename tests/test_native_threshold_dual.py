@@ -86,6 +86,8 @@ def test_balance_rejects_inconsistent_boundaries():
         sweep().balance(v, sig, np.array([0, 3], dtype=np.int64), np.zeros(1), out)
     with pytest.raises(ValueError, match="internal error"):
         sweep().balance(v, sig, np.array([0, 3, 2, 4], dtype=np.int64), np.zeros(3), out)
+    with pytest.raises(ValueError, match="internal error: the projection's input has a NaN"):
+        sweep().balance(np.array([np.nan, 1.0, 2.0, 3.0]), sig, np.array([0, 2, 4], dtype=np.int64), np.zeros(2), out)
 
 
 def _pairs(data):
@@ -159,8 +161,12 @@ def test_flows_are_a_point_of_the_box_and_their_value_is_exact_within_its_allowa
     bd = boundaries(oracle)
     X = data.X.toarray()
     Xf = [[Fraction(float(x)) for x in row] for row in X]
-    for seed in range(3):
-        nu = _balanced(bd, seed) * (1.0 if seed else 40.0)  # the last: flows beyond the box, scaled down
+    rng = np.random.default_rng(9)
+    unbalanced = np.abs(rng.standard_normal(bd.doc.shape[0]))
+    unbalanced[bd.starts[0]:bd.mid[0]] = 0.0  # a side that sums to 0: no flow across that boundary
+    for seed in range(4):
+        # the first: flows beyond the box, scaled down; the last: not balanced (the flows are still a point of (16))
+        nu = unbalanced if seed == 3 else _balanced(bd, seed) * (1.0 if seed else 40.0)
         fl = flows(oracle, bd, lam, nu)
         assert 0 < fl.t <= fl.t_max
         # the pairs' α exactly, from the same κ_b (the float the function computes)
@@ -180,7 +186,8 @@ def test_flows_are_a_point_of_the_box_and_their_value_is_exact_within_its_allowa
         exact = alpha_sum - sum(x * x for x in u) / (4 * Fraction(lam))
         assert abs(Fraction(fl.value) - exact) <= Fraction(2 * lam * fl.rounding(data.X, bd, lam))
         assert fl.value == pytest.approx(float(exact), rel=1e-12)
-    assert fl.t < 1.0  # (the scaled one needed its multiple)
+        if seed == 0:
+            assert fl.t <= fl.t_max < 1.0  # (the scaled one needed its multiple)
 
 
 @compiled
@@ -261,3 +268,23 @@ def test_threshold_is_checked():
         solve(problem, "cutting_plane", threshold="yes")
     with pytest.raises(ValidationError, match="not with pair_cd=False"):
         solve(problem, "cutting_plane", threshold=True, pair_cd=False)
+
+
+@compiled
+def test_the_work_limit_holds_and_every_bound_stays_valid():
+    import warnings
+
+    data = _wide(2)
+    optimum, _ = _optimum(data, 0.05, mu="balanced")
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    for max_calls in range(0, 40, 3):
+        _, F, lower, _, calls, _, _ = threshold_dual(oracle, 0.05, upper=np.inf, lower=0.0, target=1e-12,
+                                                     max_calls=max_calls)
+        assert calls <= max_calls and lower <= optimum * (1 + 1e-12) <= F * (1 + 2e-12)
+    problem = RankingProblem(data, mu="balanced", lam=0.05)
+    for max_iter in (2, 5, 9, 12, 13, 30):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = solve(problem, "cutting_plane", tol=1e-12, pair_cd=True, threshold=True, max_iter=max_iter)
+        assert res.extras["oracle_calls"] <= max_iter
+        assert res.lower_bound <= optimum * (1 + 1e-12)

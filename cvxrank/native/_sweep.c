@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <float.h>
 
 typedef struct {
     Py_buffer buf;
@@ -1382,6 +1383,11 @@ static PyObject *balance(PyObject *self, PyObject *args)
             return done(a, 5, "internal error: the boundaries' starts are not sorted");
         }
     }
+    for (Py_ssize_t k = 0; k < K; k++) {
+        if (!isfinite(v[k])) {
+            return done(a, 5, "internal error: the projection's input has a NaN or infinite value");
+        }
+    }
     long long steps = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < B; b++) {
@@ -1407,9 +1413,11 @@ static PyObject *balance(PyObject *self, PyObject *args)
         double lo = up < -down ? up : -down, hi = up > -down ? up : -down;
         lo -= 1.0 + fabs(lo);
         hi += 1.0 + fabs(hi);
+        lo = isfinite(lo) ? lo : -DBL_MAX;  /* (|v| near the largest double) */
+        hi = isfinite(hi) ? hi : DBL_MAX;
         th = theta[b];
         if (!(th > lo && th < hi)) {
-            th = 0.5 * (lo + hi);
+            th = 0.5 * lo + 0.5 * hi;
         }
         double last = INFINITY;
         for (int it = 0; it < 200; it++) {
@@ -1424,7 +1432,7 @@ static PyObject *balance(PyObject *self, PyObject *args)
                     active++;
                 }
             }
-            if (fabs(e) <= 1e-14 * size) {  /* balanced to rounding: the root's piece */
+            if (isfinite(size) && fabs(e) <= 1e-14 * size) {  /* balanced to rounding: the root's piece */
                 break;
             }
             if (e > 0) {
@@ -1433,9 +1441,9 @@ static PyObject *balance(PyObject *self, PyObject *args)
             else {
                 hi = th;
             }
-            double next = active ? th + e / (double)active : 0.5 * (lo + hi);
+            double next = active ? th + e / (double)active : 0.5 * lo + 0.5 * hi;
             if (!(next > lo && next < hi) || fabs(e) > 0.5 * last) {
-                next = 0.5 * (lo + hi);
+                next = 0.5 * lo + 0.5 * hi;
             }
             last = fabs(e);
             if (next == th || !(hi > lo) || next == lo || next == hi) {

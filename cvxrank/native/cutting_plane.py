@@ -269,7 +269,8 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         consecutive grades of its query, accelerated projected gradient with finishes on its set); pair_cd goes on
         from its bounds when it hands over (at larger λ, where the hard-margin solution is not the optimum, or on
         data that are not separable) or has not proved ``tol``. None: when pair_cd is automatic; True: also with
-        ``pair_cd=True``; False: never. It needs every boundary's grade pair to carry a weight (else pair_cd alone).
+        ``pair_cd=True`` (with ``pair_cd=None`` it runs only where the automatic rule turns pair_cd on); False:
+        never. It needs every boundary's grade pair to carry a weight (else pair_cd alone).
     start : {"auto", "regression", "zero"}, default "auto"
         First point without ``warm_start_w``: ``"regression"``, a least-squares fit of the grades from a few
         products with ``X``, scaled to its best multiple for (9) (:func:`~cvxrank.native.start.regression_start`);
@@ -460,7 +461,7 @@ def _dual_phases(oracle, lam, upper, lower, target, max_calls, deadline, verbose
     if allowance is not None and w_best is not None and F_best - low <= target * F_best:
         extra = allowance(w_best) + 2.0 * lam * (rounding or 0.0)
     elapsed = time.perf_counter() - start
-    if (target_proven(F_best, low, target, extra) or max_calls - calls < 4
+    if (target_proven(F_best, low, target, extra) or max_calls - calls < 3
             or (deadline is not None and elapsed >= deadline)):
         return w_best, F_best, low, w_low, calls, rows, rounding
     w2, F2, low2, w_low2, calls2, rows2, rounding2 = pair_cd(

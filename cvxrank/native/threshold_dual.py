@@ -63,8 +63,12 @@ POWER = 8
 #: Look at the bounds every this many iterations (two more products each).
 LOOK = 25
 #: Hand over (to :func:`~cvxrank.native.pair_cd.pair_cd`) when the flows need scaling below this to fit the box:
-#: the hard-margin solution is then far from (9)'s optimum (larger ``λ``, or data that are not separable).
+#: the hard-margin solution is then far from (9)'s optimum (larger ``λ``, or data that are not separable); or when
+#: they need any scaling below 1 in each of the last :data:`CAPPED_LOOKS` looks (then the phase cannot prove the
+#: target: its upper bounds are hard-margin points, and its lower bound is capped by the box; the flows' scaling
+#: falls as ``ν`` grows from 0 and settles within a few per cent on the 20,000-feature shape).
 HAND_OVER = 0.5
+CAPPED_LOOKS = 2
 #: Hand over when the relative gap has not halved in this many looks.
 STALL_LOOKS = 8
 #: A finish every :data:`FINISH_SPACING` iterations, or sooner once a look's lower bound gained less than the target
@@ -218,7 +222,7 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
 
     start = time.perf_counter() if start is None else start
     bd = boundaries(oracle) if structure is None else structure
-    if bd is None:
+    if bd is None or max_calls < POWER + 4:  # (room for the power iteration and a look)
         return None, upper, lower, None, 0, [], None
     m = oracle.n_documents
     doc, sig, B = bd.doc, bd.sig, bd.cost.shape[0]
@@ -255,6 +259,7 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
         work["products"] += 1
         fl = flows(oracle, bd, lam, nu)
         if fl.value > lower:
+            work["products"] += 1  # (|X|ᵀ V)
             lower, w_lower = fl.value, fl.u / (2.0 * lam)
             lower_rounding = fl.rounding(oracle.X, bd, lam)
         return fl
@@ -276,7 +281,7 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
     nu, w_nu, g_nu = np.zeros(K), np.zeros(oracle.n_features), 0.0
     z, w_z, t_k = nu, w_nu, 1.0
     theta = np.zeros(B)
-    it, since_finish, best_rel, reason = 0, 0, [], "limit"
+    it, since_finish, best_rel, capped, reason = 0, 0, [], [], "limit"
     while spent() + 4 <= max_calls:
         s_z = scores(w_z)
         grad = 0.5 - sig * s_z[doc]
@@ -289,7 +294,12 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
             d = new - z
             if g_new >= g_z + float(grad @ d) - 0.5 * L * float(d @ d) - 1e-12 * abs(g_z):
                 break
+            if not np.isfinite(g_new) or spent() + 4 > max_calls:
+                break
             L *= 2.0
+        if not np.isfinite(g_new) or spent() + 4 > max_calls:
+            reason = "limit" if np.isfinite(g_new) else "overflow"
+            break
         if t_k > 1.0 and float(grad @ (new - nu)) < 0:  # the step opposes the gradient: drop it, reset the momentum
             z, w_z, t_k = nu, w_nu, 1.0
             continue
@@ -306,8 +316,10 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
         before = lower
         fl = bound(nu)
         held = nu > 0
+        capped.append(fl.t_max < 1.0)
+        over = fl.t_max < HAND_OVER or capped[-CAPPED_LOOKS:] == [True] * CAPPED_LOOKS
         settled = lower - before <= target * abs(lower) and since_finish >= LOOK
-        if (since_finish >= FINISH_SPACING or settled) and not proven():
+        if (since_finish >= FINISH_SPACING or settled) and not over and not proven():
             since_finish = 0
             x = _finish(oracle, bd, nu, w_nu, s_nu, held, consider, lower, target,
                         room=lambda: max_calls - 4 - spent(), work=work)
@@ -330,7 +342,7 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
         if proven():
             reason = "proven"
             break
-        if fl.t_max < HAND_OVER:
+        if over:
             reason = "flows"
             break
         if len(best_rel) > STALL_LOOKS and (rel == np.inf or rel > 0.5 * best_rel[-1 - STALL_LOOKS]):
