@@ -360,7 +360,11 @@ def _finish(oracle, bd, nu, w_nu, s_nu, held, consider, lower, target, room, wor
     ``ν``: at most :data:`FINISH_ITERATIONS` iterations while ``room()`` (work left) is positive, ``consider(w, X w)``
     (the upper bound at ``w``'s multiple, returned) at every :data:`FINISH_LOOK`-th point, ending when that proves the
     target against ``lower``, gains less than :data:`FINISH_STALL` of its gap, or the residual vanishes; ``work``
-    counts the products. Returns the last point ``x``."""
+    counts the products. Returns the last point ``x``.
+
+    Its own loop rather than :func:`cvxrank.native.newton._cg`: it carries ``w(x)`` and ``X w(x)`` along with ``x``
+    (one update each per iteration), so a look at the upper bound costs no product, where ``_cg``'s check sees ``x``
+    alone and would need both products again."""
     doc, sig, m = bd.doc, bd.sig, oracle.n_documents
     bk = bd.boundary
     count = np.bincount(bk, held.astype(np.float64), minlength=bd.cost.shape[0])
