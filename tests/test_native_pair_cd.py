@@ -478,7 +478,8 @@ def test_on_by_default_for_sparse_data_with_more_features_than_documents():
 def test_by_default_the_planes_go_first_and_pair_cd_takes_over_when_they_lag(monkeypatch):
     """``pair_cd=None`` on sparse data with many features: the planes first, at most PAIR_CD_PLANES of them. At a
     large λ they certify alone; at a small one pair_cd takes over once they are above PAIR_CD_GAP after
-    PAIR_CD_AFTER calls, or above the target after PAIR_CD_LATEST calls. Every result is Clarabel's."""
+    PAIR_CD_AFTER calls, above PAIR_CD_EARLY_GAP after PAIR_CD_EARLY, or above the target after PAIR_CD_LATEST
+    calls. Every result is Clarabel's."""
     import importlib
 
     module = importlib.import_module("cvxrank.native.cutting_plane")  # (the package exports a function of that name)
@@ -501,7 +502,16 @@ def test_by_default_the_planes_go_first_and_pair_cd_takes_over_when_they_lag(mon
     before = planes[planes.index < pairs.index[0]]
     assert before["oracle_calls"].max() >= module.PAIR_CD_AFTER
     assert before["relative_gap"].min() > module.PAIR_CD_GAP
+    assert before["relative_gap"].iloc[module.PAIR_CD_EARLY - 1] <= module.PAIR_CD_EARLY_GAP  # (not plainly far off)
     assert_agree(small, _clarabel(wide, 0.5))
+
+    far = solve(RankingProblem(wide, mu="balanced", lam=5.0), "cutting_plane", tol=1e-8)  # plainly far off at 8
+    assert far.status == "optimal" and far.certificate.kind == "pairwise dual bound"
+    planes, pairs = planes_then_pairs(far)
+    before = planes[planes.index < pairs.index[0]]
+    assert before["oracle_calls"].max() == module.PAIR_CD_EARLY
+    assert before["relative_gap"].iloc[-1] > module.PAIR_CD_EARLY_GAP
+    assert_agree(far, _clarabel(wide, 5.0))
 
     monkeypatch.setattr(module, "PAIR_CD_GAP", 1.0)  # never lagging by their gap: the planes until PAIR_CD_LATEST
     monkeypatch.setattr(module, "PAIR_CD_LATEST", 40)

@@ -378,9 +378,14 @@ NEWTON_MAX_FEATURES = 2000
 #: :data:`PAIR_CD_LATEST`. On the sparse 20,000-feature shape the planes (16 of them) certified λ = 500 in 133 calls
 #: and 0.17 s, where pair_cd took 0.46 s, and λ = 5,000 in 12 calls and 0.04 s (pair_cd: 0.22 s); at λ ≤ 200 their
 #: gap after 20 calls was 2.5e-2 or more and they had not certified 1e-6 after 1,500 calls (docs/native.md,
-#: "Measurements (2026-11-26, last)" and "(2026-11-26, close)").
+#: "Measurements (2026-11-26, last)" and "(2026-11-26, close)"). Where they are plainly far off, the phases start
+#: sooner: a gap above :data:`PAIR_CD_EARLY_GAP` after :data:`PAIR_CD_EARLY` calls (on that shape 0.94 or more at
+#: λ ≤ 6, 0.46 at λ = 100, 0.033 at λ = 500, where the planes certify alone; the phases read no point of the
+#: planes, only their bounds, which are then near 0).
 PAIR_CD_AFTER = 20
 PAIR_CD_GAP = 1e-3
+PAIR_CD_EARLY = 8
+PAIR_CD_EARLY_GAP = 0.5
 PAIR_CD_LATEST = 400
 #: See :data:`PAIR_CD_AFTER`: 16 planes of ``n`` floats (0.86x the CSR matrix at λ = 500 on that shape; unbounded,
 #: the bundle took the peak to 5x).
@@ -516,8 +521,11 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         # near 1 on the sparse 20,000-feature instance) its damped steps made little progress
         phase = None
         # the pairs' dual from the first plane on (sparse data, many features), or once the planes lag: above
-        # PAIR_CD_GAP after pair_cd_after calls, or short of the target after PAIR_CD_LATEST
+        # PAIR_CD_GAP after pair_cd_after calls (PAIR_CD_EARLY_GAP after PAIR_CD_EARLY), or short of the target
+        # after PAIR_CD_LATEST
         if use_pair_cd and rel > target and (not pair_cd_after or (calls >= pair_cd_after and rel > PAIR_CD_GAP)
+                                             or (calls >= min(PAIR_CD_EARLY, pair_cd_after)
+                                                 and rel > PAIR_CD_EARLY_GAP)
                                              or calls >= PAIR_CD_LATEST):
             use_pair_cd, newton_done = False, True
             if pair_cd_after:  # the planes' memory back before the pairs' (their bound is kept in lower, lower_u)
