@@ -90,6 +90,77 @@ def test_balance_rejects_inconsistent_boundaries():
         sweep().balance(np.array([np.nan, 1.0, 2.0, 3.0]), sig, np.array([0, 2, 4], dtype=np.int64), np.zeros(2), out)
 
 
+@compiled
+def test_threshold_step_is_the_numpy_step_and_its_sums():
+    """The fused step: the projected point and the per-document sums equal numpy's bit for bit (the same arithmetic
+    entry by entry), the four sums numpy's within rounding."""
+    rng = np.random.default_rng(3)
+    for trial in range(50):
+        sizes = rng.integers(1, 12, rng.integers(1, 8))
+        starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        K, m = int(starts[-1]), int(rng.integers(1, 30))
+        doc, sig = rng.integers(0, m, K).astype(np.int64), rng.choice([-1.0, 1.0], K)
+        z, nu = np.maximum(rng.standard_normal(K), 0.0), np.maximum(rng.standard_normal(K), 0.0)
+        s, L = rng.standard_normal(m) * 3.0, float(rng.uniform(0.1, 10.0))
+        theta, theta_ref = (np.zeros(sizes.shape[0]) for _ in range(2))
+        grad = 0.5 - sig * s[doc]
+        ref = np.empty(K)
+        sweep().balance(z + grad / L, sig, starts, theta_ref, ref)
+        new, u = np.full(K, np.nan), np.full(m, np.nan)
+        total, slope, squares, along = sweep().threshold_step(z, s, doc, sig, starts, theta, L, nu, new, u)
+        assert np.array_equal(new, ref) and np.array_equal(theta, theta_ref)
+        assert np.array_equal(u, np.bincount(doc, sig * ref, minlength=m))
+        d = ref - z
+        np.testing.assert_allclose([total, slope, squares, along],
+                                   [ref.sum(), grad @ d, d @ d, grad @ (ref - nu)], rtol=1e-12, atol=1e-12)
+
+
+@compiled
+def test_threshold_step_and_the_product_reject_bad_input():
+    starts, sig = np.array([0, 2], dtype=np.int64), np.array([1.0, -1.0])
+    z, new, u = np.zeros(2), np.empty(2), np.empty(3)
+    with pytest.raises(ValueError, match="internal error: a document index"):
+        sweep().threshold_step(z, np.zeros(3), np.array([0, 3], dtype=np.int64), sig, starts, np.zeros(1), 1.0, z,
+                               new, u)
+    with pytest.raises(ValueError, match="internal error: L must be positive"):
+        sweep().threshold_step(z, np.zeros(3), np.array([0, 1], dtype=np.int64), sig, starts, np.zeros(1), 0.0, z,
+                               new, u)
+    with pytest.raises(ValueError, match="internal error: the projection's input"):
+        sweep().threshold_step(z, np.array([np.inf, 0.0, 0.0]), np.array([0, 1], dtype=np.int64), sig, starts,
+                               np.zeros(1), 1.0, z, new, u)
+    indptr, data, out = np.array([0, 1, 2], dtype=np.int64), np.ones(2), np.empty(3)
+    with pytest.raises(ValueError, match="internal error: a column index"):
+        sweep().rmatvec_rows(indptr, np.array([0, 3], dtype=np.int32), data, np.ones(2), out)
+    with pytest.raises(ValueError, match="internal error: indptr"):
+        sweep().rmatvec_rows(np.array([0, 2, 1], dtype=np.int64), np.array([0, 1], dtype=np.int32), data,
+                             np.ones(2), out)
+
+
+@compiled
+@pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
+def test_the_transpose_product_skips_zero_rows_and_equals_scipys(share):
+    """``Xᵀ u`` of the phase equals scipy's bit for bit, with a share of ``u``'s entries 0 (those rows are not read),
+    and falls back to the oracle's product for a float32 ``X``."""
+    import scipy.sparse as sp
+
+    from cvxrank.native.threshold_dual import _transpose_product
+
+    data = _wide(0)
+    oracle = PairFreeOracle.from_data(data, cost_table(data))
+    rng = np.random.default_rng(1)
+    u = rng.standard_normal(oracle.n_documents)
+    u[rng.random(u.shape[0]) < share] = 0.0
+    product = _transpose_product(oracle)
+    assert product is not oracle.gradient
+    assert np.array_equal(product(u), sp.csr_matrix(data.X).T @ u)
+    rows = sweep().rmatvec_rows(np.asarray(data.X.indptr, dtype=np.int64), data.X.indices, data.X.data, u,
+                                np.empty(oracle.n_features))
+    assert rows == np.count_nonzero(u)
+    single = RankingData(data.X, y=data.y, qid=data.qid, dtype=np.float32)
+    oracle32 = PairFreeOracle.from_data(single, cost_table(single))
+    assert oracle32.X.dtype == np.float32 and _transpose_product(oracle32) == oracle32.gradient
+
+
 def _pairs(data):
     """``(better, worse)`` of every within-query pair of different grades, in :func:`brute_force_pairs`' order."""
     y, qid = np.asarray(data.y), np.asarray(data.qid)

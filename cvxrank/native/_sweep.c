@@ -1343,6 +1343,96 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
     return PyLong_FromLongLong((long long)count);
 }
 
+/* The projection of boundary b's entries k0..k1-1 (module function balance below): nu_k = max(0, v_k - theta sig_k)
+ * with theta the root of the excess, from the warm start *theta (written back); out may be v itself. Returns the
+ * Newton or bisection steps taken. */
+static long long project_boundary(const double *v, const double *sig, int64_t k0, int64_t k1, double *theta,
+                                  double *out)
+{
+    double up = -INFINITY, down = -INFINITY;  /* the largest v above and below */
+    for (int64_t k = k0; k < k1; k++) {
+        if (sig[k] > 0) {
+            up = v[k] > up ? v[k] : up;
+        }
+        else {
+            down = v[k] > down ? v[k] : down;
+        }
+    }
+    double th = 0.0;
+    long long steps = 0;
+    if (up == -INFINITY || down == -INFINITY) {  /* one side only: every entry of the balanced set is 0 */
+        for (int64_t k = k0; k < k1; k++) {
+            out[k] = 0.0;
+        }
+        *theta = th;
+        return 0;
+    }
+    /* e(lo) > 0 (no entry below is positive, the largest above is), e(hi) < 0 (the converse) */
+    double lo = up < -down ? up : -down, hi = up > -down ? up : -down;
+    lo -= 1.0 + fabs(lo);
+    hi += 1.0 + fabs(hi);
+    lo = isfinite(lo) ? lo : -DBL_MAX;  /* (|v| near the largest double) */
+    hi = isfinite(hi) ? hi : DBL_MAX;
+    th = *theta;
+    if (!(th > lo && th < hi)) {
+        th = 0.5 * lo + 0.5 * hi;
+    }
+    double last = INFINITY;
+    for (int it = 0; it < 200; it++) {
+        double e = 0.0, size = 0.0;
+        int64_t active = 0;
+        steps++;
+        for (int64_t k = k0; k < k1; k++) {
+            double u = v[k] - th * sig[k];
+            if (u > 0) {
+                e += sig[k] * u;
+                size += u;
+                active++;
+            }
+        }
+        if (isfinite(size) && fabs(e) <= 1e-14 * size) {  /* balanced to rounding: the root's piece */
+            break;
+        }
+        if (e > 0) {
+            lo = th;
+        }
+        else {
+            hi = th;
+        }
+        double next = active ? th + e / (double)active : 0.5 * lo + 0.5 * hi;
+        if (!(next > lo && next < hi) || fabs(e) > 0.5 * last) {
+            next = 0.5 * lo + 0.5 * hi;
+        }
+        last = fabs(e);
+        if (next == th || !(hi > lo) || next == lo || next == hi) {
+            break;
+        }
+        th = next;
+    }
+    *theta = th;
+    for (int64_t k = k0; k < k1; k++) {
+        double u = v[k] - th * sig[k];
+        out[k] = u > 0 ? u : 0.0;
+    }
+    return steps;
+}
+
+/* The boundaries' starts: starts[0] = 0, non-decreasing, starts[B] = K. */
+static int check_starts(const int64_t *starts, Py_ssize_t B, Py_ssize_t K)
+{
+    if (starts[0] != 0 || starts[B] != K) {
+        PyErr_SetString(PyExc_ValueError, "internal error: the boundaries' starts do not cover the entries");
+        return -1;
+    }
+    for (Py_ssize_t b = 0; b < B; b++) {
+        if (starts[b + 1] < starts[b]) {
+            PyErr_SetString(PyExc_ValueError, "internal error: the boundaries' starts are not sorted");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* balance(v, sig, starts, theta, out) -> steps
  * Euclidean projection of v onto {nu >= 0, sum_k sig_k nu_k = 0 over each boundary's entries}, the feasible set of
  * the threshold dual (cvxrank.native.threshold_dual): the entries of boundary b are starts[b]..starts[b+1]-1, sig is
@@ -1375,13 +1465,9 @@ static PyObject *balance(PyObject *self, PyObject *args)
     const double *v = a[0].buf.buf, *sig = a[1].buf.buf;
     const int64_t *starts = a[2].buf.buf;
     double *theta = a[3].buf.buf, *out = a[4].buf.buf;
-    if (starts[0] != 0 || starts[B] != K) {
-        return done(a, 5, "internal error: the boundaries' starts do not cover the entries");
-    }
-    for (Py_ssize_t b = 0; b < B; b++) {
-        if (starts[b + 1] < starts[b]) {
-            return done(a, 5, "internal error: the boundaries' starts are not sorted");
-        }
+    if (check_starts(starts, B, K)) {
+        release(a, 5);
+        return NULL;
     }
     for (Py_ssize_t k = 0; k < K; k++) {
         if (!isfinite(v[k])) {
@@ -1391,75 +1477,147 @@ static PyObject *balance(PyObject *self, PyObject *args)
     long long steps = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < B; b++) {
-        int64_t k0 = starts[b], k1 = starts[b + 1];
-        double up = -INFINITY, down = -INFINITY;  /* the largest v above and below */
-        for (int64_t k = k0; k < k1; k++) {
-            if (sig[k] > 0) {
-                up = v[k] > up ? v[k] : up;
-            }
-            else {
-                down = v[k] > down ? v[k] : down;
-            }
-        }
-        double th = 0.0;
-        if (up == -INFINITY || down == -INFINITY) {  /* one side only: every entry of the balanced set is 0 */
-            for (int64_t k = k0; k < k1; k++) {
-                out[k] = 0.0;
-            }
-            theta[b] = th;
-            continue;
-        }
-        /* e(lo) > 0 (no entry below is positive, the largest above is), e(hi) < 0 (the converse) */
-        double lo = up < -down ? up : -down, hi = up > -down ? up : -down;
-        lo -= 1.0 + fabs(lo);
-        hi += 1.0 + fabs(hi);
-        lo = isfinite(lo) ? lo : -DBL_MAX;  /* (|v| near the largest double) */
-        hi = isfinite(hi) ? hi : DBL_MAX;
-        th = theta[b];
-        if (!(th > lo && th < hi)) {
-            th = 0.5 * lo + 0.5 * hi;
-        }
-        double last = INFINITY;
-        for (int it = 0; it < 200; it++) {
-            double e = 0.0, size = 0.0;
-            int64_t active = 0;
-            steps++;
-            for (int64_t k = k0; k < k1; k++) {
-                double u = v[k] - th * sig[k];
-                if (u > 0) {
-                    e += sig[k] * u;
-                    size += u;
-                    active++;
-                }
-            }
-            if (isfinite(size) && fabs(e) <= 1e-14 * size) {  /* balanced to rounding: the root's piece */
-                break;
-            }
-            if (e > 0) {
-                lo = th;
-            }
-            else {
-                hi = th;
-            }
-            double next = active ? th + e / (double)active : 0.5 * lo + 0.5 * hi;
-            if (!(next > lo && next < hi) || fabs(e) > 0.5 * last) {
-                next = 0.5 * lo + 0.5 * hi;
-            }
-            last = fabs(e);
-            if (next == th || !(hi > lo) || next == lo || next == hi) {
-                break;
-            }
-            th = next;
-        }
-        theta[b] = th;
-        for (int64_t k = k0; k < k1; k++) {
-            double u = v[k] - th * sig[k];
-            out[k] = u > 0 ? u : 0.0;
-        }
+        steps += project_boundary(v, sig, starts[b], starts[b + 1], theta + b, out);
     }
     Py_END_ALLOW_THREADS
     release(a, 5);
     return PyLong_FromLongLong(steps);
+}
+
+/* threshold_step(z, s, doc, sig, starts, theta, L, nu, new, u) -> (sum new, <g, new - z>, |new - z|^2, <g, new - nu>)
+ * One projected gradient step of the threshold dual (cvxrank.native.threshold_dual) from z, whose documents' scores
+ * are s (s = X w(z)): the gradient g_k = 1/2 - sig_k s[doc_k], new = balance(z + g / L) (as balance above, theta the
+ * warm start), and u the per-document sums of sig_k new_k (u is written over: Xt u is w(new)). The same arithmetic,
+ * entry by entry, as z + (0.5 - sig * s[doc]) / L, balance and np.bincount(doc, sig * new); the sums returned are
+ * in entry order. */
+static PyObject *threshold_step(PyObject *self, PyObject *args)
+{
+    PyObject *o[9];
+    Arr a[9];
+    double L;
+    if (!PyArg_ParseTuple(args, "OOOOOOdOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &L, &o[6], &o[7], &o[8])) {
+        return NULL;
+    }
+    Py_ssize_t K = first(o[0], a, 9, "z");
+    if (K < 0) {
+        return NULL;
+    }
+    if (get(o[1], &a[1], 0, 8, 0, "s") || get(o[2], &a[2], 0, 8, K, "doc") || get(o[3], &a[3], 0, 8, K, "sig") ||
+        get(o[4], &a[4], 0, 8, 1, "starts")) {
+        release(a, 9);
+        return NULL;
+    }
+    Py_ssize_t m = a[1].buf.len / 8, B = a[4].buf.len / 8 - 1;
+    if (get(o[5], &a[5], 1, 8, B, "theta") || get(o[6], &a[6], 0, 8, K, "nu") || get(o[7], &a[7], 1, 8, K, "new") ||
+        get(o[8], &a[8], 1, 8, m, "u")) {
+        release(a, 9);
+        return NULL;
+    }
+    const double *z = a[0].buf.buf, *s = a[1].buf.buf, *sig = a[3].buf.buf, *nu = a[6].buf.buf;
+    const int64_t *doc = a[2].buf.buf, *starts = a[4].buf.buf;
+    double *theta = a[5].buf.buf, *out = a[7].buf.buf, *u = a[8].buf.buf;
+    if (check_starts(starts, B, K)) {
+        release(a, 9);
+        return NULL;
+    }
+    if (!(L > 0) || !isfinite(L)) {
+        return done(a, 9, "internal error: L must be positive and finite");
+    }
+    int bad = 0;
+    for (Py_ssize_t k = 0; k < K; k++) {
+        if (doc[k] < 0 || doc[k] >= m) {
+            return done(a, 9, "internal error: a document index out of the scores");
+        }
+        out[k] = z[k] + (0.5 - sig[k] * s[doc[k]]) / L;
+        bad |= !isfinite(out[k]);
+    }
+    if (bad) {
+        return done(a, 9, "internal error: the projection's input has a NaN or infinite value");
+    }
+    double total = 0.0, gd = 0.0, dd = 0.0, gn = 0.0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < B; b++) {
+        project_boundary(out, sig, starts[b], starts[b + 1], theta + b, out);
+    }
+    memset(u, 0, (size_t)m * sizeof(double));
+    for (Py_ssize_t k = 0; k < K; k++) {
+        double g = 0.5 - sig[k] * s[doc[k]], d = out[k] - z[k];
+        total += out[k];
+        gd += g * d;
+        dd += d * d;
+        gn += g * (out[k] - nu[k]);
+        u[doc[k]] += sig[k] * out[k];
+    }
+    Py_END_ALLOW_THREADS
+    release(a, 9);
+    return Py_BuildValue("dddd", total, gd, dd, gn);
+}
+
+/* rmatvec_rows(indptr, indices, data, u, out) -> rows
+ * out = Xt u for a CSR X (int64 indptr, int32 indices, float64 data), the rows with u_i = 0 skipped: the same sums
+ * in the same order as scipy's X.T @ u (a skipped row would add +0.0 to each of its columns' sums, which changes no
+ * sum of finite numbers). The rows read are checked as they are read (indptr not decreasing, column indices inside
+ * out); returns their number. */
+static PyObject *rmatvec_rows(PyObject *self, PyObject *args)
+{
+    PyObject *o[5];
+    Arr a[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) {
+        return NULL;
+    }
+    Py_ssize_t m1 = first(o[0], a, 5, "indptr");
+    if (m1 < 1) {
+        if (m1 == 0) {
+            PyErr_SetString(PyExc_ValueError, "internal error: indptr is empty");
+            release(a, 5);
+        }
+        return NULL;
+    }
+    Py_ssize_t m = m1 - 1;
+    const int64_t *ip = a[0].buf.buf;
+    if (ip[0] != 0 || ip[m] < 0) {
+        return done(a, 5, "internal error: indptr does not start at 0");
+    }
+    Py_ssize_t nnz = ip[m];
+    if (get(o[1], &a[1], 0, 4, nnz, "indices") || get(o[2], &a[2], 0, 8, nnz, "data") ||
+        get(o[3], &a[3], 0, 8, m, "u") || get(o[4], &a[4], 1, 8, 0, "out")) {
+        release(a, 5);
+        return NULL;
+    }
+    const int32_t *ind = a[1].buf.buf;
+    const double *val = a[2].buf.buf, *u = a[3].buf.buf;
+    double *out = a[4].buf.buf;
+    uint32_t n = (uint32_t)(a[4].buf.len / 8 < (Py_ssize_t)INT32_MAX ? a[4].buf.len / 8 : INT32_MAX);
+    long long rows = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(out, 0, (size_t)(a[4].buf.len / 8) * sizeof(double));
+    for (Py_ssize_t i = 0; i < m && !bad; i++) {
+        double x = u[i];
+        int64_t k0 = ip[i], k1 = ip[i + 1];
+        if (k1 < k0 || k1 > nnz) {
+            bad = 1;
+            break;
+        }
+        if (x == 0.0) {
+            continue;
+        }
+        rows++;
+        for (int64_t k = k0; k < k1; k++) {
+            uint32_t j = (uint32_t)ind[k];
+            if (j >= n) {
+                bad = 2;
+                break;
+            }
+            out[j] += val[k] * x;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        return done(a, 5, bad == 1 ? "internal error: indptr decreases" : "internal error: a column index out of range");
+    }
+    release(a, 5);
+    return PyLong_FromLongLong(rows);
 }
 
 static PyMethodDef methods[] = {
@@ -1473,6 +1631,8 @@ static PyMethodDef methods[] = {
     {"pair_sums", pair_sums, METH_VARARGS, "Per-document signed and absolute sums of pair weights."},
     {"pair_margin_sums", pair_margin_sums, METH_VARARGS, "Per-document sums over the pairs inside their box."},
     {"balance", balance, METH_VARARGS, "Projection onto non-negative entries balanced over each boundary."},
+    {"threshold_step", threshold_step, METH_VARARGS, "A projected gradient step of the threshold dual, with its sums."},
+    {"rmatvec_rows", rmatvec_rows, METH_VARARGS, "Xt u for a CSR X, skipping the rows where u is 0."},
     {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},
     {NULL, NULL, 0, NULL},
 };
