@@ -222,8 +222,16 @@ class _ShardBand:
             self._H = H
         return self._H
 
-    def solve(self, rhs, *, tol: float = 1e-10) -> np.ndarray:
+    def solve(self, rhs, *, tol: float = 1e-10, shift: float = 0.0) -> np.ndarray:
+        """``(H + shift I)⁻¹ rhs``, as :meth:`cvxrank.native.newton._Band.solve`."""
+        if shift:
+            M = self.H.copy()
+            M[np.diag_indices_from(M)] += shift
+            return np.linalg.solve(M, rhs)
         return np.linalg.solve(self.H, rhs)
+
+    def largest_diagonal(self) -> float:
+        return float(np.diag(self.H).max())
 
     def differences(self):
         """The band's pair differences ``d_i`` (rows, shards in order), weights ``c`` and dual values ``α``."""

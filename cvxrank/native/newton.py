@@ -144,33 +144,55 @@ class _Band:
             self._H = H
         return self._H
 
-    def solve(self, rhs: np.ndarray, *, tol: float = 1e-10) -> np.ndarray:
-        """``H⁻¹ rhs``."""
-        route, lam2 = self.route, 2.0 * self.lam
+    def solve(self, rhs: np.ndarray, *, tol: float = 1e-10, shift: float = 0.0) -> np.ndarray:
+        """``(H + shift I)⁻¹ rhs`` (``shift ≥ 0``: a Levenberg–Marquardt damping; its factor is not kept)."""
+        route, lam2 = self.route, 2.0 * self.lam + shift
         if self.k == 0:  # an empty band: H = 2λI (old LAPACK wrappers refuse 0 x 0 factors)
             return rhs / lam2
         if route == "dense":
+            if shift:
+                M = self.H.copy()
+                M[np.diag_indices_from(M)] += shift
+                return self._solve(M, rhs, keep=False)
             return self._solve(self.H, rhs)
         Ds = self.Ds
         if route == "woodbury":
             if self._small is None:
                 S = Ds @ Ds.T
-                S = S.toarray() if sp.issparse(S) else np.array(S)
-                S[np.diag_indices_from(S)] += lam2
-                self._small = S
-            y = self._solve(self._small, Ds @ rhs)
+                self._small = S.toarray() if sp.issparse(S) else np.array(S)
+                self._small[np.diag_indices_from(self._small)] += 2.0 * self.lam
+            if shift:
+                S = self._small.copy()
+                S[np.diag_indices_from(S)] += shift
+                y = self._solve(S, Ds @ rhs, keep=False)
+            else:
+                y = self._solve(self._small, Ds @ rhs)
             return (rhs - Ds.T @ y) / lam2
         return _cg(lambda u: lam2 * u + Ds.T @ (Ds @ u), rhs, tol)
 
-    def _solve(self, M, rhs):
+    def largest_diagonal(self) -> float:
+        """The largest diagonal entry of ``H = 2λI + D_sᵀ D_s``: ``2λ`` plus the largest column sum of ``D_s²``."""
+        if self._H is not None:
+            return float(np.diag(self._H).max())
+        if self.k == 0:
+            return 2.0 * self.lam
+        Ds = self.Ds
+        squares = Ds.multiply(Ds).sum(axis=0) if sp.issparse(Ds) else np.einsum("ij,ij->j", Ds, Ds)
+        return 2.0 * self.lam + float(np.max(squares))
+
+    def _solve(self, M, rhs, keep: bool = True):
         """``M⁻¹ rhs`` for the route's matrix (``2λI`` plus a Gram matrix: positive definite) by a Cholesky factor
-        kept for the next solve (the Newton step and the tangent share it); LU if rounding broke definiteness."""
-        if self._factor is None:
+        kept for the next solve (the Newton step and the tangent share it) unless ``keep=False`` (a damped
+        matrix); LU if rounding broke definiteness."""
+        factor = self._factor if keep else None
+        if factor is None:
             try:
-                self._factor = sla.cho_factor(M, lower=True, check_finite=False)
+                factor = sla.cho_factor(M, lower=True, check_finite=False)
             except (np.linalg.LinAlgError, sla.LinAlgError):
                 return np.linalg.solve(M, rhs)
-        return sla.cho_solve(self._factor, rhs, check_finite=False)
+            if keep:
+                self._factor = factor
+        return sla.cho_solve(factor, rhs, check_finite=False)
 
 
 #: Most entries of a dense matrix the Newton phase forms (``n x n`` Hessian or ``k x k`` Woodbury system); beyond
@@ -509,6 +531,20 @@ WIDE_WIDTH = 0.02
 JUMP_FEATURES = 1.5
 
 
+#: Levenberg–Marquardt damping of the Newton steps (:func:`smoothed_newton`): a step whose line search ended below
+#: :data:`DAMPING_SHORT` of its length damps the next ones by ``μ``, ``DAMPING_SCALE`` times the largest diagonal entry
+#: of ``H`` at first and :data:`DAMPING_GROWTH` times more at each such step; a full step divides ``μ`` by
+#: :data:`DAMPING_GROWTH` (0 below a hundredth of the first), and so does a new width ``δ`` (0 at once). Far from the
+#: smoothed optimum with a small λ the band's curvature spans few directions and ``2λ`` is all ``H`` has in the
+#: others: the Newton step is orders of magnitude too long there, the line search cuts it back along the same poor
+#: direction, and on make_ranking data with 100-300 features at λ = 0.05-5 the phase stalled (planes for hundreds of
+#: calls after it, up to 10 s); ``(H + μI)⁻¹ g`` turns the step towards the gradient in those directions
+#: (docs/native.md, "Measurements (2026-11-27, 12:40)").
+DAMPING_SCALE = 1e-3
+DAMPING_SHORT = 0.25
+DAMPING_GROWTH = 4.0
+
+
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
                     budget: int | None = None, shrink: float = 15.0, stall_after: int = 20, max_backtrack: int = 12,
                     verbose: bool = False, start=None, jump: bool = True, hessian_free: bool = False):
@@ -579,6 +615,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     # the line search's trials without band rows and sums until one is accepted (local oracles, dense Newton)
     lean = not hessian_free and hasattr(oracle, "_order")
     jumped = None  # the band size of the last jump (one per band)
+    damping = 0.0  # μ of the Levenberg–Marquardt steps (DAMPING_SCALE); 0: Newton's
     while True:
         L = ev["L"]
         if L[0] > lower:
@@ -650,11 +687,12 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             ev = _point(oracle, lam, w, smaller, budget, fit=False, hessian_free=hessian_free, gram=gram)
             delta = ev["delta"]
             calls += 1
+            damping = 0.0  # a new smoothed problem from the tangent's point: Newton's steps first
             continue
         if hessian_free:  # inexact Newton: the residual tightens as the smoothed problem is solved
             p = -band.solve(g, tol=min(0.1, max(1e-8, np.sqrt(max(ev["sg"], 0.0) / max(F_best, 1e-300)))))
         else:
-            p = -band.solve(g)
+            p = -band.solve(g, shift=damping)
         decrement = -float(g @ p)
         if not decrement > 0:
             p, decrement = -g, float(g @ g)  # a solve that lost descent (CG, rounding): the gradient
@@ -681,6 +719,12 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             # too long by orders of magnitude (a thin band, curvature 2λ elsewhere) comes back in a few trials
             curv = ex["Fd"] - Fd + t * decrement
             t = min(0.5 * t, max(0.02 * t, 0.5 * decrement * t * t / curv if curv > 0 else 0.5 * t))
+        if not hessian_free:  # Levenberg–Marquardt: damp after a step cut short, undamp after full ones
+            first = DAMPING_SCALE * band.largest_diagonal()
+            if t < DAMPING_SHORT:
+                damping = max(DAMPING_GROWTH * damping, first)
+            elif t == 1.0:
+                damping = damping / DAMPING_GROWTH if damping > first / 100.0 else 0.0
         if not accepted:
             # kinks just outside the band: Newton's model is wrong here; the planes take over again
             break
