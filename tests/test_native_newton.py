@@ -474,3 +474,25 @@ def test_damped_newton_steps_certify_where_undamped_ones_stalled(monkeypatch):
     assert res.status == "optimal" and res.extras["oracle_calls"] <= 150
     assert any(s > 0 for s in shifts) and 0.0 in shifts  # damped steps and Newton's own
     assert_agree(res, solve(problem, "clarabel", tol=1e-9))
+
+
+def test_aim_lowers_the_target_only_where_the_allowance_would_leave_the_gap_above_tol():
+    """``aim``: the target stays where gap plus allowance proves tol, or where the allowance alone is beyond
+    AIM_ROOM of tol (float64's floor); else tol less 1.25 times the allowance (relative)."""
+    from cvxrank.native.cutting_plane import AIM_ROOM, aim
+
+    F, tol, target = 10.0, 1e-6, 0.99e-6
+    assert aim(F, F - 5e-6, tol, target, extra=4e-6) == target  # 5e-7 + 4e-7 relative: proves tol
+    assert aim(F, F - 9e-6, tol, target, extra=4e-6) == pytest.approx(tol - 1.25 * 4e-7)
+    assert aim(F, F - 9e-6, tol, target, extra=1.01 * AIM_ROOM * tol * F) == target
+
+
+def test_a_small_objective_is_certified_despite_the_rounding_allowance():
+    """10 queries, 100 features, λ = 0.5, tol 1e-8: the objective (about 1.7) is small beside the sums whose rounding
+    the certificate allows for (about 0.7 tol relative): the solver's own 4.2e-9 was certified as 1.12e-8
+    (``optimal_inaccurate``) until the run checked its end against that allowance and aimed lower."""
+    data = make_ranking(n_queries=10, docs_per_query=(10, 30), n_features=100, random_state=1)
+    problem = RankingProblem(data, mu="balanced", lam=0.5)
+    res = solve(problem, "cutting_plane", tol=1e-8)
+    assert res.status == "optimal" and res.relative_gap <= 1e-8
+    assert_agree(res, solve(problem, "clarabel", tol=1e-9))

@@ -547,7 +547,8 @@ DAMPING_GROWTH = 4.0
 
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
                     budget: int | None = None, shrink: float = 15.0, stall_after: int = 20, max_backtrack: int = 12,
-                    verbose: bool = False, start=None, jump: bool = True, hessian_free: bool = False):
+                    verbose: bool = False, start=None, jump: bool = True, hessian_free: bool = False,
+                    allowance=None):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``≤ target``.
 
     Parameters
@@ -585,6 +586,11 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         Many features: no band rows, no budget and no ``n x n`` matrix; the band is summed in chunks and Newton
         directions come from preconditioned conjugate gradients with pair-free Hessian products
         (:mod:`cvxrank.native.band_operator`), solved to a relative residual that tightens with the smoothed gap.
+    allowance : callable, optional
+        ``(w, bound=True) ↦`` the rounding allowance the certificate adds to the gap at ``w`` (scale of (9); see
+        :func:`~cvxrank.native.cutting_plane.cutting_plane`): the first time the gap reaches ``target`` it is
+        checked, and when gap plus allowance would be above ``tol`` the phase aims at ``tol`` less 1.25 times the
+        allowance (:data:`~cvxrank.native.cutting_plane.AIM_ROOM`) and goes on.
 
     Returns
     -------
@@ -616,6 +622,19 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     lean = not hessian_free and hasattr(oracle, "_order")
     jumped = None  # the band size of the last jump (one per band)
     damping = 0.0  # μ of the Levenberg–Marquardt steps (DAMPING_SCALE); 0: Newton's
+    aimed = allowance is None
+
+    def reached(rel):  # rel ≤ target, once checked against the certificate's allowance (then perhaps aiming lower)
+        nonlocal target, aimed
+        if not rel <= target:
+            return False
+        if not aimed:
+            from cvxrank.native.cutting_plane import aim
+
+            aimed = True
+            target = aim(F_best, lower, tol, target, allowance(w_best, bound=True), verbose)
+        return rel <= target
+
     while True:
         L = ev["L"]
         if L[0] > lower:
@@ -633,7 +652,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             best_rel, since, F_seen = min(rel, best_rel), 0, F_best
         else:
             since += 1
-        if (rel <= target or calls >= max_calls or since >= stall_after
+        if (reached(rel) or calls >= max_calls or since >= stall_after
                 or (deadline is not None and elapsed >= deadline)):
             break
         g, band = ev["grad"], ev["band"]
@@ -665,7 +684,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     if verbose:
                         print(f"newton  jump {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap "
                               f"{rel:.2e}  band {ev['k']}", flush=True)
-                    if rel <= target or calls >= max_calls or sets is None:
+                    if reached(rel) or calls >= max_calls or sets is None:
                         break
                     if not gain > 0.1 * (F_best - lower):  # the sets have stopped changing the point
                         if retried or link + 2 >= JUMP_CHAIN:
@@ -675,7 +694,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                             _, sets = _margin_set(oracle, lam, w_best, width, limit)
                             calls += 1
                     found = _band_dual(lam, *sets) if sets[1].shape[0] else None
-                if rel <= target or calls >= max_calls:
+                if reached(rel) or calls >= max_calls:
                     break
             # the gap at the smoothed optimum falls like δ²: aim at 0.3 x the target, by a factor in [1/shrink, 1/2],
             # and keep about 2n pairs in the band (it holds about δ times the pairs' density at the margin)
