@@ -58,12 +58,13 @@ EPILOG = """examples:
       --floor-dtype float32                              # X in float32: peak RSS against the float64 X
   cvxrank bench native --instances scaling --oracle-threads 1,2   # the oracle in 1 and 2 threads side by side
   cvxrank bench native --instances shapes                # real sample, make_ranking, sparse 20k x 20k, one huge
-                                                         # query, heavy ties at lambda 0.05..500, in floor passes
+                                                         # query, heavy ties, 300 dense features at lambda
+                                                         # 0.05..500, in floor passes
 """
 
 INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "elastic", "floor", "shapes")
 #: The shapes of the shapes instance (real sample, make_ranking, sparse 20k x 20k, one huge query, heavy ties).
-SHAPES = ("letor", "make_ranking", "sparse_wide", "one_query", "ties")
+SHAPES = ("letor", "make_ranking", "sparse_wide", "one_query", "ties", "many_features")
 #: The variants of the elastic instance: an l1 weight as a fraction of the one that makes w = 0 optimal, bounds.
 ELASTIC_VARIANTS = ("l1", "lower0", "l1+lower0", "l1+signs")
 #: The real sample the elastic instance also solves (cvxrank's LETOR reader), when it is there.
@@ -997,6 +998,9 @@ def _shape_data(name: str, seed: int):
     if name == "one_query":
         return "one query of 20,000 docs, 20 f", make_ranking(n_queries=1, docs_per_query=(20_000, 20_000),
                                                                n_features=20, random_state=seed)
+    if name == "many_features":  # dense, few documents a feature: the Newton phase's hard case at small λ
+        return "make_ranking 60 q x 20-60 docs, 300 f", make_ranking(n_queries=60, docs_per_query=(20, 60),
+                                                                      n_features=300, random_state=seed)
     data = make_ranking(n_queries=100, docs_per_query=(20, 60), n_features=50, random_state=seed)
     return "heavy ties (make_ranking, X rounded)", RankingData(np.round(data.X), y=data.y, qid=data.qid)
 
