@@ -102,6 +102,27 @@ static Py_ssize_t first(PyObject *o, Arr *a, int n, const char *name)
     return a[0].buf.len / 8;
 }
 
+/* A CSR matrix's indptr as the first of n arrays (int64, starting at 0): its rows m, or -1 with an error set and the
+ * arrays released; *nnz is indptr[m]. */
+static Py_ssize_t get_indptr(PyObject *o, Arr *a, int n, Py_ssize_t *nnz)
+{
+    Py_ssize_t m1 = first(o, a, n, "indptr");
+    if (m1 < 1) {
+        if (m1 == 0) {
+            PyErr_SetString(PyExc_ValueError, "internal error: indptr is empty");
+            release(a, n);
+        }
+        return -1;
+    }
+    const int64_t *ip = a[0].buf.buf;
+    if (ip[0] != 0 || ip[m1 - 1] < 0) {
+        done(a, n, "internal error: indptr does not start at 0");
+        return -1;
+    }
+    *nnz = ip[m1 - 1];
+    return m1 - 1;
+}
+
 /* grade code of document d: int32 or int64 */
 static inline int64_t code(const void *gc, int wide, int64_t d)
 {
@@ -958,20 +979,12 @@ static PyObject *pair_cd(PyObject *self, PyObject *args)
                           &o[17])) {
         return NULL;
     }
-    Py_ssize_t m1 = first(o[0], a, 18, "indptr");
-    if (m1 < 1) {
-        if (m1 == 0) {
-            PyErr_SetString(PyExc_ValueError, "internal error: indptr is empty");
-            release(a, 18);
-        }
+    Py_ssize_t nnz;
+    Py_ssize_t m = get_indptr(o[0], a, 18, &nnz);
+    if (m < 0) {
         return NULL;
     }
-    Py_ssize_t m = m1 - 1;
     const int64_t *ip = a[0].buf.buf;
-    if (ip[0] != 0 || ip[m] < 0) {
-        return done(a, 18, "internal error: indptr does not start at 0");
-    }
-    Py_ssize_t nnz = ip[m];
     Pairs pr;
     if (get(o[1], &a[1], 0, 4, nnz, "indices") || get(o[2], &a[2], 0, 8, nnz, "data") ||
         get(o[3], &a[3], 0, 8, m, "sqnorm") || get_pairs(o + 4, a + 4, 1, m, &pr)) {
@@ -1565,20 +1578,12 @@ static PyObject *rmatvec_rows(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) {
         return NULL;
     }
-    Py_ssize_t m1 = first(o[0], a, 5, "indptr");
-    if (m1 < 1) {
-        if (m1 == 0) {
-            PyErr_SetString(PyExc_ValueError, "internal error: indptr is empty");
-            release(a, 5);
-        }
+    Py_ssize_t nnz;
+    Py_ssize_t m = get_indptr(o[0], a, 5, &nnz);
+    if (m < 0) {
         return NULL;
     }
-    Py_ssize_t m = m1 - 1;
     const int64_t *ip = a[0].buf.buf;
-    if (ip[0] != 0 || ip[m] < 0) {
-        return done(a, 5, "internal error: indptr does not start at 0");
-    }
-    Py_ssize_t nnz = ip[m];
     if (get(o[1], &a[1], 0, 4, nnz, "indices") || get(o[2], &a[2], 0, 8, nnz, "data") ||
         get(o[3], &a[3], 0, 8, m, "u") || get(o[4], &a[4], 1, 8, 0, "out")) {
         release(a, 5);
