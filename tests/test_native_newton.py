@@ -485,6 +485,9 @@ def test_aim_lowers_the_target_only_where_the_allowance_would_leave_the_gap_abov
     assert aim(F, F - 5e-6, tol, target, extra=4e-6) == target  # 5e-7 + 4e-7 relative: proves tol
     assert aim(F, F - 9e-6, tol, target, extra=4e-6) == pytest.approx(tol - 1.25 * 4e-7)
     assert aim(F, F - 9e-6, tol, target, extra=1.01 * AIM_ROOM * tol * F) == target
+    edge = aim(F, F - 9e-6, tol, target, extra=AIM_ROOM * tol * F)  # 1.25 x the allowance is all of tol: a tenth
+    assert edge == pytest.approx(0.1 * tol) and edge * F + AIM_ROOM * tol * F <= tol * F
+    assert aim(F, F - 9e-6, tol, target, extra=AIM_ROOM * tol * F, floor=0.15 * tol) == 0.15 * tol
 
 
 def test_a_small_objective_is_certified_despite_the_rounding_allowance():
@@ -496,3 +499,13 @@ def test_a_small_objective_is_certified_despite_the_rounding_allowance():
     res = solve(problem, "cutting_plane", tol=1e-8)
     assert res.status == "optimal" and res.relative_gap <= 1e-8
     assert_agree(res, solve(problem, "clarabel", tol=1e-9))
+
+
+def test_a_one_argument_allowance_still_works():
+    """``cutting_plane(allowance=...)`` took ``w ↦ float``; such a callable is wrapped (the bound's part 0), one that
+    is not callable is refused."""
+    oracle = PairFreeOracle.from_data(make_ranking(n_queries=5, n_features=4, random_state=0))
+    run = cutting_plane(oracle, 0.5, tol=1e-6, allowance=lambda w: 1e-12)
+    assert run.status == "optimal"
+    with pytest.raises(ValidationError, match="allowance must be a callable"):
+        cutting_plane(oracle, 0.5, tol=1e-6, allowance=1e-12)

@@ -63,7 +63,8 @@ EPILOG = """examples:
 """
 
 INSTANCES = ("ohsumed", "web", "scaling", "certificate", "squared", "elastic", "floor", "shapes")
-#: The shapes of the shapes instance (real sample, make_ranking, sparse 20k x 20k, one huge query, heavy ties).
+#: The shapes of the shapes instance (real sample, make_ranking, sparse 20k x 20k, one huge query, heavy ties,
+#: 300 dense features on 2,401 documents).
 SHAPES = ("letor", "make_ranking", "sparse_wide", "one_query", "ties", "many_features")
 #: The variants of the elastic instance: an l1 weight as a fraction of the one that makes w = 0 optimal, bounds.
 ELASTIC_VARIANTS = ("l1", "lower0", "l1+lower0", "l1+signs")

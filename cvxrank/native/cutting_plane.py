@@ -292,6 +292,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     CuttingPlaneRun
     """
     lam = check_lam(lam)
+    allowance = _with_bound(allowance)
     w = check_common(tol, time_limit, warm_start_w, oracle.n_features)
     if not isinstance(start, str) or start not in START_CHOICES:
         raise ValidationError(f"start must be one of {', '.join(map(repr, START_CHOICES))}, got {start!r}")
@@ -425,14 +426,33 @@ def _newton_fits(oracle, hessian_free: bool = False) -> bool:
     return fits_memory(hessian_free_bytes(oracle.n_documents, n, oracle._G, nnz))
 
 
-def aim(F, lower, tol, target, extra, verbose=False) -> float:
+def _with_bound(allowance):
+    """``allowance`` taking ``bound=``: a one-argument callable (``w ↦`` the objective's allowance alone) is wrapped,
+    the bound's part then 0 (the planes' own stop, :func:`aim`, sees less than the certificate adds)."""
+    import inspect
+
+    if allowance is None:
+        return None
+    if not callable(allowance):
+        raise ValidationError(f"allowance must be a callable w -> float, got {type(allowance).__name__}")
+    try:
+        parameters = inspect.signature(allowance).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): called with w alone
+        parameters = {}
+    if "bound" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return allowance
+    return lambda w, bound=False: allowance(w)
+
+
+def aim(F, lower, tol, target, extra, verbose=False, floor=0.0) -> float:
     """The relative gap to stop at once the gap ``F - lower`` reached ``target``: ``target`` itself when the
     certificate's rounding allowance ``extra`` (scale of (9)) added to that gap proves ``tol``, or when ``extra`` is
     more than :data:`AIM_ROOM` of ``tol`` (float64's floor: aiming lower would not prove it); else
-    ``tol - 1.25 extra / F``, where the certificate will prove ``tol``."""
+    ``tol - 1.25 extra / F``, at least a tenth of ``tol`` and ``floor`` (the gap float64 can certify), where the
+    certificate will prove ``tol`` (with ``extra`` at most 0.8 ``tol``, a gap of 0.1 ``tol`` leaves room)."""
     if F - lower + extra <= tol * F or not extra <= AIM_ROOM * tol * F:
         return target
-    lowered = tol - 1.25 * extra / F
+    lowered = max(tol - 1.25 * extra / F, 0.1 * tol, floor)
     if verbose:
         print(f"cutting_plane  the certificate's rounding allowance ({extra / F:.1e} relative) would leave the gap "
               f"above tol: aiming at {lowered:.2e}", flush=True)
@@ -556,16 +576,22 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                 w = w_model = r = None  # (made again after the phase if the planes go on)
             phase = _dual_phases(oracle, lam, best_F, lower, target, max_iter - calls, time_limit, verbose, start,
                                  allowance, threshold)
+            aimed = True  # (pair_cd and the threshold phase stop on the certificate's allowance themselves)
         elif not newton_done and (rel <= newton_gap or (null_step and n <= NEWTON_MAX_FEATURES)) and rel > target:
             from cvxrank.native.newton import smoothed_newton
 
             newton_done = True
+            checked = []  # whether the phase checked its end against the allowance (then the planes do not again)
+
+            def seen(w_, bound=False):
+                checked.append(True)
+                return allowance(w_, bound=bound)
+
             phase = smoothed_newton(
                 oracle, lam, best_w, upper=best_F, lower=lower, tol=tol, target=target, max_calls=max_iter - calls,
                 deadline=time_limit, verbose=verbose, start=start, hessian_free=n > NEWTON_MAX_FEATURES,
-                allowance=allowance)
-            if allowance is not None and phase[1] - phase[2] <= target * phase[1]:
-                aimed = True  # the phase checked its end against the allowance
+                allowance=None if allowance is None else seen)
+            aimed = aimed or bool(checked)
         if phase is not None:
             w_n, F_n, lower_n, w_l, evals, rows = phase[:6]
             for row in rows:
@@ -589,7 +615,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         if rel <= target and not aimed and allowance is not None:  # (the planes go on when it aims lower)
             aimed = True
             extra = allowance(best_w, bound=lower_rounding is None) + 2.0 * lam * (lower_rounding or 0.0)
-            target = aim(best_F, lower, tol, target, extra, verbose)
+            target = aim(best_F, lower, tol, target, extra, verbose, floor)
         if rel <= target:
             status = "optimal" if rel <= tol else "float_limit"
             break

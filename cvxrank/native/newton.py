@@ -150,23 +150,14 @@ class _Band:
         if self.k == 0:  # an empty band: H = 2λI (old LAPACK wrappers refuse 0 x 0 factors)
             return rhs / lam2
         if route == "dense":
-            if shift:
-                M = self.H.copy()
-                M[np.diag_indices_from(M)] += shift
-                return self._solve(M, rhs, keep=False)
-            return self._solve(self.H, rhs)
+            return _shifted_solve(self.H, shift, rhs) if shift else self._solve(self.H, rhs)
         Ds = self.Ds
         if route == "woodbury":
             if self._small is None:
                 S = Ds @ Ds.T
                 self._small = S.toarray() if sp.issparse(S) else np.array(S)
                 self._small[np.diag_indices_from(self._small)] += 2.0 * self.lam
-            if shift:
-                S = self._small.copy()
-                S[np.diag_indices_from(S)] += shift
-                y = self._solve(S, Ds @ rhs, keep=False)
-            else:
-                y = self._solve(self._small, Ds @ rhs)
+            y = _shifted_solve(self._small, shift, Ds @ rhs) if shift else self._solve(self._small, Ds @ rhs)
             return (rhs - Ds.T @ y) / lam2
         return _cg(lambda u: lam2 * u + Ds.T @ (Ds @ u), rhs, tol)
 
@@ -180,19 +171,29 @@ class _Band:
         squares = Ds.multiply(Ds).sum(axis=0) if sp.issparse(Ds) else np.einsum("ij,ij->j", Ds, Ds)
         return 2.0 * self.lam + float(np.max(squares))
 
-    def _solve(self, M, rhs, keep: bool = True):
+    def _solve(self, M, rhs):
         """``M⁻¹ rhs`` for the route's matrix (``2λI`` plus a Gram matrix: positive definite) by a Cholesky factor
-        kept for the next solve (the Newton step and the tangent share it) unless ``keep=False`` (a damped
-        matrix); LU if rounding broke definiteness."""
-        factor = self._factor if keep else None
-        if factor is None:
+        kept for the next solve (the Newton step and the tangent share it); LU if rounding broke definiteness."""
+        if self._factor is None:
             try:
-                factor = sla.cho_factor(M, lower=True, check_finite=False)
+                self._factor = sla.cho_factor(M, lower=True, check_finite=False)
             except (np.linalg.LinAlgError, sla.LinAlgError):
                 return np.linalg.solve(M, rhs)
-            if keep:
-                self._factor = factor
-        return sla.cho_solve(factor, rhs, check_finite=False)
+        return sla.cho_solve(self._factor, rhs, check_finite=False)
+
+
+def _shifted_solve(M, shift, rhs):
+    """``(M + shift I)⁻¹ rhs`` for a positive definite ``M`` (not changed): one copy, factored in place (LU on
+    another copy if rounding broke definiteness); the factor is not kept."""
+    A = M.copy()
+    A[np.diag_indices_from(A)] += shift
+    try:
+        return sla.cho_solve(sla.cho_factor(A, lower=True, check_finite=False, overwrite_a=True), rhs,
+                             check_finite=False)
+    except (np.linalg.LinAlgError, sla.LinAlgError):
+        A = M.copy()
+        A[np.diag_indices_from(A)] += shift
+        return np.linalg.solve(A, rhs)
 
 
 #: Most entries of a dense matrix the Newton phase forms (``n x n`` Hessian or ``k x k`` Woodbury system); beyond

@@ -412,11 +412,12 @@ def _finish(oracle, bd, nu, w_nu, s_nu, held, consider, lower, target, transpose
 
 
 def _transpose_product(oracle):
-    """``u ↦ Xᵀ u``: for a float64 CSR ``X`` with int32 indices the compiled product that skips the rows where
-    ``u`` is 0 (``_sweep.rmatvec_rows``: the same sums in the same order as scipy's ``X.T @ u``; about a quarter of
+    """``u ↦ Xᵀ u``: for a float64 CSR ``X`` with contiguous int32 indices the compiled product that skips the rows
+    where ``u`` is 0 (``_sweep.rmatvec_rows``: the same sums in the same order as scipy's ``X.T @ u``; about a quarter of
     the documents are off the support on the 20,000-feature shape), else the oracle's."""
     X = oracle.X
-    if not (sp.issparse(X) and X.format == "csr") or X.dtype != np.float64 or X.indices.dtype != np.int32:
+    if (not (sp.issparse(X) and X.format == "csr") or X.dtype != np.float64 or X.indices.dtype != np.int32
+            or not (X.data.flags.c_contiguous and X.indices.flags.c_contiguous)):  # (views of other arrays)
         return oracle.gradient
     indptr, indices, data, n = np.asarray(X.indptr, dtype=np.int64), X.indices, X.data, X.shape[1]
 
