@@ -583,7 +583,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
             newton_done = True
             checked = []  # whether the phase checked its end against the allowance (then the planes do not again)
 
-            def seen(w_, bound=False):
+            def seen(w_, bound=False, checked=checked):
                 checked.append(True)
                 return allowance(w_, bound=bound)
 
