@@ -479,7 +479,7 @@ def test_damped_newton_steps_certify_where_undamped_ones_stalled(monkeypatch):
 def test_aim_lowers_the_target_only_where_the_allowance_would_leave_the_gap_above_tol():
     """``aim``: the target stays where gap plus allowance proves tol, or where the allowance alone is beyond
     AIM_ROOM of tol (float64's floor); else tol less 1.25 times the allowance (relative)."""
-    from cvxrank.native.cutting_plane import AIM_ROOM, aim
+    from cvxrank.native.stopping import AIM_ROOM, aim
 
     F, tol, target = 10.0, 1e-6, 0.99e-6
     assert aim(F, F - 5e-6, tol, target, extra=4e-6) == target  # 5e-7 + 4e-7 relative: proves tol

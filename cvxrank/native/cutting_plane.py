@@ -67,6 +67,7 @@ from cvxrank.native.kernels import check_kernel
 from cvxrank.native.oracle import PairFreeOracle, check_threads, stored_x
 from cvxrank.native.scale import check_scale
 from cvxrank.native.start import START_MAX_DOCUMENTS, StartPoint, regression_start
+from cvxrank.native.stopping import aim, target_proven
 from cvxrank.native.variant_oracle import VariantOracle
 from cvxrank.problem import RankingProblem
 from cvxrank.rounding import abs_scores, model_rounding, primal_rounding
@@ -399,12 +400,6 @@ PAIR_CD_PLANES = 16
 #: never below ``tol / 2``.
 TOL_ROOM = 0.01
 ROUNDING_ROOM = 2e-9
-#: A run whose gap reached its target but whose certificate would add more than the room left (its allowance
-#: computed at the best point, :func:`cvxrank.rounding.primal_rounding` and ``model_rounding``) aims at
-#: ``tol - 1.25 x`` that allowance, once, when the allowance is at most this share of ``tol``: on make_ranking data
-#: with 100-300 features, whose objective is small beside its sums at λ ≤ 0.5, the allowance was 0.5-0.7 of tol
-#: (``optimal_inaccurate`` at 1.1 tol where the solver's own gap was 0.4-0.6 tol).
-AIM_ROOM = 0.8
 
 
 def _newton_fits(oracle, hessian_free: bool = False) -> bool:
@@ -444,21 +439,6 @@ def _with_bound(allowance):
     return lambda w, bound=False: allowance(w)
 
 
-def aim(F, lower, tol, target, extra, verbose=False, floor=0.0) -> float:
-    """The relative gap to stop at once the gap ``F - lower`` reached ``target``: ``target`` itself when the
-    certificate's rounding allowance ``extra`` (scale of (9)) added to that gap proves ``tol``, or when ``extra`` is
-    more than :data:`AIM_ROOM` of ``tol`` (float64's floor: aiming lower would not prove it); else
-    ``tol - 1.25 extra / F``, at least a tenth of ``tol`` and ``floor`` (the gap float64 can certify), where the
-    certificate will prove ``tol`` (with ``extra`` at most 0.8 ``tol``, a gap of 0.1 ``tol`` leaves room)."""
-    if F - lower + extra <= tol * F or not extra <= AIM_ROOM * tol * F:
-        return target
-    lowered = max(tol - 1.25 * extra / F, 0.1 * tol, floor)
-    if verbose:
-        print(f"cutting_plane  the certificate's rounding allowance ({extra / F:.1e} relative) would leave the gap "
-              f"above tol: aiming at {lowered:.2e}", flush=True)
-    return min(target, lowered)
-
-
 def _pair_cd_fits(oracle) -> bool:
     """Whether :func:`~cvxrank.native.pair_cd.pair_cd` runs here: a local oracle with the papers' margin of 1, a
     CSR ``X``, the compiled sweeps, fewer than 2^31 documents (int32 indices) and its memory in the budget."""
@@ -493,7 +473,7 @@ def _dual_phases(oracle, lam, upper, lower, target, max_calls, deadline, verbose
     applies), then :func:`~cvxrank.native.pair_cd.pair_cd` from its bounds unless it proved the target: one phase's
     ``(w_best, F_best, lower, w_lower, calls, rows, lower_rounding)``, the rows' work counted from the first's start
     and ``w_best`` None when neither beat ``upper``."""
-    from cvxrank.native.pair_cd import pair_cd, target_proven
+    from cvxrank.native.pair_cd import pair_cd
     from cvxrank.native.threshold_dual import boundaries, threshold_dual
 
     structure = boundaries(oracle) if threshold else None

@@ -59,6 +59,7 @@ from cvxrank.exceptions import ValidationError
 from cvxrank.native.band import band_pairs
 from cvxrank.native.band_operator import BandOperator, band_sums
 from cvxrank.native.box_qp import box_qp
+from cvxrank.native.stopping import aim
 
 __all__ = ["BAND_BUDGET", "band_budget", "point_from_parts", "smoothed_newton", "smoothed_parts"]
 
@@ -591,7 +592,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         ``(w, bound=True) ↦`` the rounding allowance the certificate adds to the gap at ``w`` (scale of (9); see
         :func:`~cvxrank.native.cutting_plane.cutting_plane`): the first time the gap reaches ``target`` it is
         checked, and when gap plus allowance would be above ``tol`` the phase aims at ``tol`` less 1.25 times the
-        allowance (:data:`~cvxrank.native.cutting_plane.AIM_ROOM`) and goes on.
+        allowance (:func:`~cvxrank.native.stopping.aim`) and goes on.
 
     Returns
     -------
@@ -630,8 +631,6 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         if not rel <= target:
             return False
         if not aimed:
-            from cvxrank.native.cutting_plane import aim
-
             aimed = True
             target = aim(F_best, lower, tol, target, allowance(w_best, bound=True), verbose)
         return rel <= target

@@ -50,9 +50,10 @@ import scipy.sparse as sp
 
 from cvxrank.native.kernels import sweep
 from cvxrank.native.newton import _cg
+from cvxrank.native.stopping import target_proven
 from cvxrank.rounding import pair_dual_rounding
 
-__all__ = ["PairBlocks", "all_pairs", "pair_cd", "pair_cd_bytes", "target_proven"]
+__all__ = ["PairBlocks", "all_pairs", "pair_cd", "pair_cd_bytes"]
 
 #: Passes of coordinate descent between two looks at the bounds.
 BATCH = 10
@@ -190,17 +191,6 @@ def _csr(X):
     indices = X.indices if X.indices.dtype == np.int32 else X.indices.astype(np.int32)
     data = X.data if X.data.dtype == np.float64 else X.data.astype(np.float64)
     return np.asarray(X.indptr, dtype=np.int64), indices, data
-
-
-def target_proven(F_best, lower, target, extra=None) -> bool:
-    """Whether the gap ``F_best - lower`` proves the relative ``target`` once the certificate adds ``extra`` (its
-    rounding allowances on the scale of (9); None: none known), unless ``extra`` alone takes more than half of the
-    target (float64's floor: the door then reports the gap it can certify)."""
-    if not F_best - lower <= target * F_best:
-        return False
-    if extra is None:
-        return True
-    return extra > 0.5 * target * F_best or F_best - lower + extra <= target * F_best
 
 
 def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verbose=False, start=None,

@@ -58,6 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from cvxrank.native.kernels import sweep
+from cvxrank.native.stopping import target_proven
 from cvxrank.rounding import pair_dual_rounding
 
 __all__ = ["Boundaries", "Flows", "boundaries", "flows", "threshold_dual"]
@@ -222,8 +223,6 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
     (w_best, F_best, lower, w_lower, calls, rows, lower_rounding)
         As :func:`~cvxrank.native.pair_cd.pair_cd`; ``w_best`` None when no point beat ``upper``.
     """
-    from cvxrank.native.pair_cd import target_proven
-
     start = time.perf_counter() if start is None else start
     bd = boundaries(oracle) if structure is None else structure
     if bd is None or max_calls < POWER + 4:  # (room for the power iteration and a look)
