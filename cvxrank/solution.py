@@ -145,7 +145,12 @@ class BackendReport:
         The stationarity residual that goes with ``lower_bound``.
     bound_rounding : float, optional
         The float64 rounding allowance of ``lower_bound`` on the scale of (14), when the backend bounded it from
-        what it summed (:func:`cvxrank.rounding.pair_dual_rounding`); None: :func:`cvxrank.rounding.model_rounding`.
+        what it summed (:func:`cvxrank.rounding.pair_dual_rounding`) or computed
+        :func:`cvxrank.rounding.model_rounding` at this very ``w``; None: :func:`~cvxrank.rounding.model_rounding`
+        here.
+    primal_rounding : float, optional
+        :func:`cvxrank.rounding.primal_rounding` at this very ``w`` when the backend computed it (scale of (14));
+        None: computed here.
     """
 
     solver: str
@@ -165,6 +170,7 @@ class BackendReport:
     objective_L: float | None = None
     dual_residual: float | None = None
     bound_rounding: float | None = None
+    primal_rounding: float | None = None
     iterations: int | None = None
     setup_time: float = 0.0
     solve_time: float = 0.0
@@ -503,8 +509,17 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
     L = float(report.objective_L) if report.objective_L is not None else problem.hinge_objective(w)
     M = problem.qp_objective(w) if problem.has_pairs else L / (2.0 * lam)
     gap_L, kind, alpha, dual_residual, affine = math.inf, "none", None, math.nan, ()
-    t = abs_scores(problem, w)
-    primal_r = primal_rounding(problem, w, t)
+    t = None
+
+    def scores():  # |X| |w|, once, when a rounding allowance is computed here
+        nonlocal t
+        if t is None:
+            t = abs_scores(problem, w)
+        return t
+
+    clipped = not variant.is_default  # (w may have moved into the bounds: the backend's numbers are not at it)
+    primal_r = (float(report.primal_rounding) if report.primal_rounding is not None and not clipped
+                else primal_rounding(problem, w, scores()))
     if report.lower_bound is not None:
         gap_L, kind = L - float(report.lower_bound), report.bound_name
         if report.dual_residual is not None:
@@ -513,7 +528,7 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
     own_r = None
     if report.lower_bound is not None:
         own_r = (float(report.bound_rounding) if report.bound_rounding is not None
-                 else model_rounding(problem, w, t))
+                 else model_rounding(problem, w, scores()))
     proved = report.lower_bound is not None and max(gap_L, 0.0) + 2.0 * lam * (primal_r + own_r) <= tol * L
     if report.user_parts:  # the problem actually solved: the user's added terms are part of its objective
         M = M + float(report.added_objective)
@@ -548,7 +563,7 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
         if alpha is not None:
             lower = dual_rounding(problem, alpha, affine)
         else:
-            lower = own_r if own_r is not None else model_rounding(problem, w, t)
+            lower = own_r if own_r is not None else model_rounding(problem, w, scores())
         gap_M = (max(gap_M, 0.0) + primal_r + lower) * (1.0 + 4.0 * U)
         gap_L = 2.0 * lam * gap_M * (1.0 + 4.0 * U)
     infeasibility, scale = _violation(report.affine, w)

@@ -509,3 +509,31 @@ def test_a_one_argument_allowance_still_works():
     assert run.status == "optimal"
     with pytest.raises(ValidationError, match="allowance must be a callable"):
         cutting_plane(oracle, 0.5, tol=1e-6, allowance=1e-12)
+
+
+def test_the_certificate_reuses_the_allowance_the_run_computed_at_its_point(monkeypatch):
+    """The run computed the rounding allowance at its final point (its end checked against it); the door takes
+    those numbers instead of computing them again, and certifies exactly what it would have from scratch."""
+    import dataclasses
+    import importlib
+
+    from cvxrank.solution import certify_solution
+
+    module = importlib.import_module("cvxrank.native.cutting_plane")  # (the package exports a function of that name)
+
+    seen = []
+    real = module.finish
+
+    def recording(problem, w, report, tol):
+        seen.append((problem, w, report, tol))
+        return real(problem, w, report, tol)
+
+    monkeypatch.setattr(module, "finish", recording)
+    data = make_ranking(n_queries=20, docs_per_query=(8, 16), n_features=6, random_state=3)
+    res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)
+    problem, w, report, tol = seen[-1]
+    assert report.primal_rounding is not None and report.bound_rounding is not None
+    assert res.certificate.kind == "cutting-plane bound"
+    fresh = certify_solution(problem, w, dataclasses.replace(report, primal_rounding=None, bound_rounding=None),
+                             tol)[3]
+    assert fresh.gap_L == res.certificate.gap_L and fresh.relative_gap == res.certificate.relative_gap

@@ -741,11 +741,15 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     if fmap is not None and warm_start_w is not None:
         warm_start_w = fmap.to_reduced(check_common(tol, time_limit, warm_start_w, problem.n_features))
 
+    checked = {}  # the last allowance computed: its point and parts (the certificate reuses them at that point)
+
     def allowance(w, bound=False):  # what the certificate will add for the objective at w (cvxrank.rounding), and
         # with bound for the planes' or Newton's own lower bound (its model_rounding), on the scale of (9)
         x = w if fmap is None else fmap.to_full(w)
         t = abs_scores(problem, x)
-        return 2.0 * problem.lam * (primal_rounding(problem, x, t) + (model_rounding(problem, x, t) if bound else 0.0))
+        primal, model = primal_rounding(problem, x, t), (model_rounding(problem, x, t) if bound else None)
+        checked.update(x=np.array(x, dtype=np.float64), primal=primal, model=model)
+        return 2.0 * problem.lam * (primal + (model or 0.0))
 
     run = cutting_plane(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
                         warm_start_w=warm_start_w, keep_points=problem.has_pairs, allowance=allowance, **options)
@@ -763,6 +767,8 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
             if beta_k > 0:
                 alpha += beta_k * (pairs.margins(point) < required)
         alphas.append(np.minimum(alpha, 1.0) * problem.C)
+    # the allowance the run computed at its final point, for the certificate (the same function at the same w)
+    reuse = bool(checked) and variant.is_default and np.array_equal(checked["x"], run.w)
     backend = {"optimal": "optimal", "user_limit": "user_limit"}.get(run.status, "optimal_inaccurate")
     resid = np.linalg.norm(run.w - run.w_model) / max(1.0, float(np.linalg.norm(run.w)))
     context = warnings.catch_warnings() if run.status == "float_limit" else contextlib.nullcontext()
@@ -772,7 +778,8 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         report = BackendReport(
             solver="cutting_plane", version=__version__, formulation="pairfree", scale="L", status=backend,
             alphas=tuple(alphas), lower_bound=run.lower_bound, objective_L=run.objective,
-            bound_rounding=run.lower_rounding,
+            bound_rounding=run.lower_rounding if run.lower_rounding is not None or not reuse else checked["model"],
+            primal_rounding=checked["primal"] if reuse else None,
             bound_name="cutting-plane bound" if run.lower_rounding is None else "pairwise dual bound",
             dual_residual=float(resid), iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
             extras={"oracle_calls": run.oracle_calls, "pairfree_relative_gap": run.relative_gap,
