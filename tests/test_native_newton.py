@@ -490,6 +490,17 @@ def test_aim_lowers_the_target_only_where_the_allowance_would_leave_the_gap_abov
     assert aim(F, F - 9e-6, tol, target, extra=AIM_ROOM * tol * F, floor=0.15 * tol) == 0.15 * tol
 
 
+def test_no_point_yet_proves_no_target():
+    """``target_proven`` with no upper bound yet (``F_best`` infinite, as a phase starts when the caller has none):
+    ``inf - lower <= target * inf`` holds in IEEE arithmetic, and the threshold phase stopped as "proven" there."""
+    from cvxrank.native.stopping import target_proven
+
+    assert not target_proven(np.inf, 1.0, 1e-6)
+    assert not target_proven(np.inf, 1.0, 1e-6, extra=0.0)
+    assert not target_proven(np.nan, 1.0, 1e-6)
+    assert target_proven(10.0, 10.0 - 5e-6, 1e-6) and not target_proven(10.0, 10.0 - 2e-5, 1e-6)
+
+
 def test_a_small_objective_is_certified_despite_the_rounding_allowance():
     """10 queries, 100 features, λ = 0.5, tol 1e-8: the objective (about 1.7) is small beside the sums whose rounding
     the certificate allows for (about 0.7 tol relative): the solver's own 4.2e-9 was certified as 1.12e-8

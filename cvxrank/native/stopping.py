@@ -9,6 +9,8 @@ reached it without (the cutting planes and the Newton phase of :mod:`cvxrank.nat
 
 from __future__ import annotations
 
+import math
+
 __all__ = ["AIM_ROOM", "aim", "target_proven"]
 
 #: A run whose gap reached its target but whose certificate would add more than the room left (its allowance
@@ -22,8 +24,9 @@ AIM_ROOM = 0.8
 def target_proven(F_best, lower, target, extra=None) -> bool:
     """Whether the gap ``F_best - lower`` proves the relative ``target`` once the certificate adds ``extra`` (its
     rounding allowances on the scale of (9); None: none known), unless ``extra`` alone takes more than half of the
-    target (float64's floor: the door then reports the gap it can certify)."""
-    if not F_best - lower <= target * F_best:
+    target (float64's floor: the door then reports the gap it can certify). An infinite ``F_best`` (no point yet)
+    proves nothing."""
+    if not (math.isfinite(F_best) and F_best - lower <= target * F_best):
         return False
     if extra is None:
         return True
