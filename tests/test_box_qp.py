@@ -59,6 +59,24 @@ def test_the_polish_alone_reaches_clarabel(seed):
     assert r.kkt <= 1e-6
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("where", ["optimum", "vertex", "outside", "zero"])
+def test_the_interior_point_from_a_start_reaches_clarabel(seed, where):
+    # The interior-point method starts near x0 (WARM_PUSH inside the box) instead of u/2: from the optimum, from a
+    # vertex of the box, from outside it and from 0 it must end at the same optimum, a fixed variable (bound 0) kept.
+    Q, c, u = _singular(seed)
+    u[3] = 0.0
+    ref = _clarabel(Q, c, u)
+    rng = np.random.default_rng(seed)
+    x0 = {"optimum": ref, "vertex": np.where(rng.random(u.shape[0]) < 0.5, 0.0, u), "outside": 3.0 * u - 1.0,
+          "zero": np.zeros_like(u)}[where]
+    r = box_qp(Q, c, u, x0)
+    assert np.all(r.x >= 0.0) and np.all(r.x <= u) and r.x[3] == 0.0
+    assert r.f == pytest.approx(_f(Q, c, r.x), rel=1e-12, abs=1e-12)
+    assert _f(Q, c, r.x) <= _f(Q, c, ref) + 1e-8 * max(1.0, abs(_f(Q, c, ref)))
+    assert r.kkt <= 1e-6
+
+
 def test_box_qp_start_and_edge_cases():
     Q, c, u = _singular(7)
     start = u * 2.0  # clipped into the box
