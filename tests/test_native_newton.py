@@ -501,6 +501,38 @@ def test_no_point_yet_proves_no_target():
     assert target_proven(10.0, 10.0 - 5e-6, 1e-6) and not target_proven(10.0, 10.0 - 2e-5, 1e-6)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_on_margin_puts_the_free_pairs_on_the_margin(sparse):
+    """``_on_margin``: a ``w`` off ``w*`` in the span of the free pairs' differences comes back to ``w*`` (six free
+    pairs on the margin in five features: more equalities than features, consistent), a pair at a bound of its box
+    keeps its margin, and a point already on the margin is returned as it is."""
+    from cvxrank.native.newton import _on_margin
+
+    rng = np.random.default_rng(3)
+    D = rng.standard_normal((9, 5))
+    w_star = rng.standard_normal(5)
+    D[:6] /= (D[:6] @ w_star)[:, None]  # the free pairs: margin 1 at w*
+    c = np.full(9, 2.0)
+    nu = np.array([0.3, 1.0, 1.7, 0.5, 0.9, 1.2, 0.0, 2.0, 0.0])  # the last three at a bound
+    w = w_star + D[:6].T @ (1e-4 * rng.standard_normal(6))
+    Dm = sp.csr_matrix(D) if sparse else D
+    x = _on_margin(Dm, D @ D.T, nu, c, w)
+    np.testing.assert_allclose(D[:6] @ x, 1.0, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(x, w_star, rtol=0, atol=1e-8)
+    assert _on_margin(Dm, D @ D.T, nu, c, w_star) is w_star  # within MARGIN_RESIDUAL already
+    assert _on_margin(Dm, D @ D.T, np.zeros(9), c, w) is w  # no free pair
+
+
+@pytest.mark.slow
+def test_a_degenerate_margin_is_certified_from_the_jump():
+    """60 queries x 20-60 documents, 300 dense features, λ = 0.5: at the optimum 408 pairs sit on the margin (more
+    than the features) and the jump's box QP, solved to its tolerance in ``ν``, gave a point 5.1e-7 above its bound
+    (``optimal_inaccurate`` at 1.05e-6 with the rounding allowance); put on the margin of its free pairs, 6e-14."""
+    data = make_ranking(n_queries=60, docs_per_query=(20, 60), n_features=300, random_state=0)
+    res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)
+    assert res.status == "optimal" and res.relative_gap <= 1e-6
+
+
 def test_a_small_objective_is_certified_despite_the_rounding_allowance():
     """10 queries, 100 features, λ = 0.5, tol 1e-8: the objective (about 1.7) is small beside the sums whose rounding
     the certificate allows for (about 0.7 tol relative): the solver's own 4.2e-9 was certified as 1.12e-8
