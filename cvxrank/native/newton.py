@@ -525,7 +525,7 @@ def _margin_set(oracle, lam, w, eps, limit):
     pair-free (``α = c``: ``W_V``, ``g_V``), the pairs with margin in ``[1 - ε, 1 + ε)`` listed, and of those the
     ``limit`` closest to the margin kept for the box QP (the others below the margin join ``V``, those above stay
     at 0). Unlike the smoothed evaluation's band, this one is two-sided: near the optimum a pair on the margin may
-    sit just above it. Returns ``(F, (D, c, g_V, W_V))``."""
+    sit just above it. Returns ``(F, (D, c, g_V, W_V), inside)``, ``inside`` the pairs within ``ε`` (kept or not)."""
     s = oracle.scores(w)
     order = oracle._order(s)
     s_o = s[order]
@@ -537,7 +537,8 @@ def _margin_set(oracle, lam, w, eps, limit):
     m = s[ib] - s[iw]
     below = m < 1.0
     F = lam * float(w @ w) + max(W_V + vs + float(c[below] @ (1.0 - m[below])), 0.0)
-    if c.shape[0] > limit:
+    inside = c.shape[0]
+    if inside > limit:
         keep = np.zeros(c.shape[0], dtype=bool)
         keep[np.argsort(np.abs(m - 1.0), kind="stable")[:limit]] = True
         moved = ~keep & below  # now in V: their weight and their differences join the sums
@@ -547,7 +548,7 @@ def _margin_set(oracle, lam, w, eps, limit):
             v = v - np.bincount(ib[moved], c[moved], n_doc) + np.bincount(iw[moved], c[moved], n_doc)
         ib, iw, c = ib[keep], iw[keep], c[keep]
     D = _rows(oracle, ib, iw, np.ones(c.shape[0]), reuse=False)  # the evaluation's band still holds the buffer
-    return F, (D, c, -oracle.gradient(v), W_V)
+    return F, (D, c, -oracle.gradient(v), W_V), inside
 
 
 #: Projected Newton steps of the polish after the interior-point method in a finish (:func:`_band_dual`): the
@@ -566,6 +567,13 @@ JUMP_CHAIN = 4
 #: first took the ``n`` nearest within the width in force and this wider set only when that stopped gaining; on the
 #: real sample (μ balanced) the narrower set never gained and cost a pass and a box QP (``docs/native.md``).
 WIDE_WIDTH = 0.02
+
+#: Most pairs per feature in the jump chain's retry (:func:`smoothed_newton`) when its set left out pairs within
+#: the width: with grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin
+#: (make_ranking, 20 queries x 50-100 documents, 200 features, λ = 5: 311 pairs on it, 193 below; with 1.5 ``n``
+#: = 300 pairs the chain never closed the gap, 2.5e-5 and ``optimal_inaccurate`` after 306 calls; docs/native.md,
+#: "Measurements (2026-11-27, 16:00)").
+JUMP_WIDE = 4.0
 
 #: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
 #: many as the features, so a wider band is not yet that set (and its box QP costs ``k³``).
@@ -709,7 +717,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     if L_j > lower:
                         lower, w_lower = L_j, u_j / (2.0 * lam)
                     if local and link + 1 < JUMP_CHAIN:  # F(w_j) and the next link's sets in one pass
-                        F_j, sets = _margin_set(oracle, lam, w_j, width, limit)
+                        F_j, sets, inside = _margin_set(oracle, lam, w_j, width, limit)
                     else:
                         F_j, sets = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss, None
                     calls += 1
@@ -729,8 +737,12 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                         if retried or link + 2 >= JUMP_CHAIN:
                             break
                         retried = True
-                        if w_best is not w_j:  # once: the sets at the best point instead (one more pass)
-                            _, sets = _margin_set(oracle, lam, w_best, width, limit)
+                        # once: the sets at the best point instead (one more pass), all of the pairs within the
+                        # width when the last set left some out (a degenerate margin: more pairs on it than 1.5 n)
+                        wider = min(inside, int(JUMP_WIDE * w.shape[0]), int(np.sqrt(DENSE_ENTRIES)))
+                        if wider > limit or w_best is not w_j:
+                            limit = max(limit, wider)
+                            _, sets, inside = _margin_set(oracle, lam, w_best, width, limit)
                             calls += 1
                     found = _band_dual(lam, *sets) if sets[1].shape[0] else None
                 if reached(rel) or calls >= max_calls:
