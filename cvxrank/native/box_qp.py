@@ -37,8 +37,8 @@ __all__ = ["BoxQPResult", "box_qp"]
 
 #: A start ``x0`` enters the interior-point method this share of its bound inside the box (its multipliers come from
 #: the gradient there, as from ``u/2``): on the bands of the real sample's jumps (228-300 pairs, λ = 0.05-500) the
-#: smoothed Newton phase's ``α`` took 8-10 iterations to ``1e-11`` where ``u/2`` took 12-16 (docs/native.md,
-#: "Measurements (2026-11-27, 16:00)"); 0.1 took 10-12 and 0.3 11-15.
+#: smoothed Newton phase's ``α`` took 9-10 iterations to ``1e-11`` where ``u/2`` took 12-16 (docs/native.md,
+#: "Measurements (2026-11-27, 14:45)"); 0.1 took 10-12 and 0.3 11-15.
 WARM_PUSH = 0.02
 
 

@@ -501,7 +501,7 @@ def _on_margin(D, G, nu, c, w):
     whose boundaries hold many pairs at once). The interior-point method ends about ``1e-11`` inside its tolerance
     in ``ν``, but ``F`` is not smooth at ``w*`` and its error follows ``‖w - w*‖``, the square root: on make_ranking
     data with 300 features at λ = 0.5 the point was 5.1e-7 above its bound where the corrected one was 5.8e-14
-    (docs/native.md, "Measurements (2026-11-27, 16:00)"). Any ``w`` is an upper point, as its ``F`` is computed
+    (docs/native.md, "Measurements (2026-11-27, 14:45)"). Any ``w`` is an upper point, as its ``F`` is computed
     exactly by the caller."""
     free = np.flatnonzero((nu > MARGIN_FREE * c) & (nu < (1.0 - MARGIN_FREE) * c))
     if free.size == 0:
@@ -572,7 +572,7 @@ WIDE_WIDTH = 0.02
 #: the width: with grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin
 #: (make_ranking, 20 queries x 50-100 documents, 200 features, λ = 5: 311 pairs on it, 193 below; with 1.5 ``n``
 #: = 300 pairs the chain never closed the gap, 2.5e-5 and ``optimal_inaccurate`` after 306 calls; docs/native.md,
-#: "Measurements (2026-11-27, 16:00)").
+#: "Measurements (2026-11-27, 14:45)").
 JUMP_WIDE = 4.0
 
 #: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
