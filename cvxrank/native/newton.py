@@ -520,16 +520,23 @@ def _on_margin(D, G, nu, c, w):
     return x if np.all(np.isfinite(x)) else w
 
 
-def _margin_set(oracle, lam, w, eps, limit):
+def _margin_set(oracle, lam, w, eps, limit, below=False):
     """``F(w)`` and the next jump's sets at ``w``, in one pass: the pairs with margin below ``1 - ε`` summed
     pair-free (``α = c``: ``W_V``, ``g_V``), the pairs with margin in ``[1 - ε, 1 + ε)`` listed, and of those the
     ``limit`` closest to the margin kept for the box QP (the others below the margin join ``V``, those above stay
     at 0). Unlike the smoothed evaluation's band, this one is two-sided: near the optimum a pair on the margin may
-    sit just above it. Returns ``(F, (D, c, g_V, W_V), inside)``, ``inside`` the pairs within ``ε`` (kept or not)."""
+    sit just above it. ``below=True`` lists every pair with a positive margin below ``1 + ε`` instead (``V`` then
+    only the pairs in the wrong order, and those not kept). Returns ``(F, (D, c, g_V, W_V), inside, under)``:
+    ``inside`` the pairs listed (kept or not), ``under`` the pairs of ``V`` before the limit."""
     s = oracle.scores(w)
     order = oracle._order(s)
     s_o = s[order]
-    W_V, v_o, _, p_in, p_out = oracle._violations(s_o / (1.0 - eps), order, s_band=s_o / (1.0 + eps))
+    if below:  # V: the pairs in the wrong order only
+        top = float(np.max(np.abs(s_o), initial=0.0))
+        low = s_o * (min(BELOW_SCALE, 1e300 / top) if top > 0 else BELOW_SCALE)
+    else:  # V: margin below 1 - ε
+        low = s_o / (1.0 - eps)
+    W_V, v_o, table, p_in, p_out = oracle._violations(low, order, counts=True, s_band=s_o / (1.0 + eps))
     vs = float(v_o @ (s_o - s_o[oracle._start]))
     v = np.empty_like(v_o)
     v[order] = v_o
@@ -538,6 +545,7 @@ def _margin_set(oracle, lam, w, eps, limit):
     below = m < 1.0
     F = lam * float(w @ w) + max(W_V + vs + float(c[below] @ (1.0 - m[below])), 0.0)
     inside = c.shape[0]
+    under = int(table.sum())
     if inside > limit:
         keep = np.zeros(c.shape[0], dtype=bool)
         keep[np.argsort(np.abs(m - 1.0), kind="stable")[:limit]] = True
@@ -548,7 +556,7 @@ def _margin_set(oracle, lam, w, eps, limit):
             v = v - np.bincount(ib[moved], c[moved], n_doc) + np.bincount(iw[moved], c[moved], n_doc)
         ib, iw, c = ib[keep], iw[keep], c[keep]
     D = _rows(oracle, ib, iw, np.ones(c.shape[0]), reuse=False)  # the evaluation's band still holds the buffer
-    return F, (D, c, -oracle.gradient(v), W_V), inside
+    return F, (D, c, -oracle.gradient(v), W_V), inside, under
 
 
 #: Projected Newton steps of the polish after the interior-point method in a finish (:func:`_band_dual`): the
@@ -569,11 +577,15 @@ JUMP_CHAIN = 4
 WIDE_WIDTH = 0.02
 
 #: Most pairs per feature in the jump chain's retry (:func:`smoothed_newton`) when its set left out pairs within
-#: the width: with grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin
+#: the width (and, where they fit, with the pairs below the width listed too rather than held at their bound): with
+#: grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin
 #: (make_ranking, 20 queries x 50-100 documents, 200 features, λ = 5: 311 pairs on it, 193 below; with 1.5 ``n``
 #: = 300 pairs the chain never closed the gap, 2.5e-5 and ``optimal_inaccurate`` after 306 calls; docs/native.md,
 #: "Measurements (2026-11-27, 14:45)").
 JUMP_WIDE = 4.0
+#: The scores' factor that leaves in ``V`` only the pairs in the wrong order (:func:`_margin_set` ``below``: the
+#: pairs with a margin below ``1 / BELOW_SCALE``, or below ``max |s| / 1e300`` where the product would overflow).
+BELOW_SCALE = 1e12
 
 #: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
 #: many as the features, so a wider band is not yet that set (and its box QP costs ``k³``).
@@ -717,7 +729,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     if L_j > lower:
                         lower, w_lower = L_j, u_j / (2.0 * lam)
                     if local and link + 1 < JUMP_CHAIN:  # F(w_j) and the next link's sets in one pass
-                        F_j, sets, inside = _margin_set(oracle, lam, w_j, width, limit)
+                        F_j, sets, inside, under = _margin_set(oracle, lam, w_j, width, limit)
                     else:
                         F_j, sets = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss, None
                     calls += 1
@@ -738,11 +750,18 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                             break
                         retried = True
                         # once: the sets at the best point instead (one more pass), all of the pairs within the
-                        # width when the last set left some out (a degenerate margin: more pairs on it than 1.5 n)
-                        wider = min(inside, int(JUMP_WIDE * w.shape[0]), int(np.sqrt(DENSE_ENTRIES)))
-                        if wider > limit or w_best is not w_j:
+                        # width when the last set left some out (a degenerate margin: more pairs on it than 1.5 n),
+                        # and those below it too when all of them fit (a pair on the margin at the optimum may sit
+                        # below the width at this point, held at its bound in V)
+                        cap = min(int(JUMP_WIDE * w.shape[0]), int(np.sqrt(DENSE_ENTRIES)))
+                        wider = min(inside, cap)
+                        if inside + under <= cap:
+                            limit = cap
+                            _, sets, inside, under = _margin_set(oracle, lam, w_best, width, limit, below=True)
+                            calls += 1
+                        elif wider > limit or w_best is not w_j:
                             limit = max(limit, wider)
-                            _, sets, inside = _margin_set(oracle, lam, w_best, width, limit)
+                            _, sets, inside, under = _margin_set(oracle, lam, w_best, width, limit)
                             calls += 1
                     found = _band_dual(lam, *sets) if sets[1].shape[0] else None
                 if reached(rel) or calls >= max_calls:
