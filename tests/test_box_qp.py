@@ -62,19 +62,33 @@ def test_the_polish_alone_reaches_clarabel(seed):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("where", ["optimum", "vertex", "outside", "zero"])
 def test_the_interior_point_from_a_start_reaches_clarabel(seed, where):
-    # The interior-point method starts near x0 (WARM_PUSH inside the box) instead of u/2: from the optimum, from a
-    # vertex of the box, from outside it and from 0 it must end at the same optimum, a fixed variable (bound 0) kept.
+    # warm=True: the interior-point method starts near x0 (WARM_PUSH inside the box) instead of u/2: from the
+    # optimum, from a vertex of the box, from outside it and from 0 it must end at the same optimum, a fixed variable
+    # (bound 0) kept.
     Q, c, u = _singular(seed)
     u[3] = 0.0
     ref = _clarabel(Q, c, u)
     rng = np.random.default_rng(seed)
     x0 = {"optimum": ref, "vertex": np.where(rng.random(u.shape[0]) < 0.5, 0.0, u), "outside": 3.0 * u - 1.0,
           "zero": np.zeros_like(u)}[where]
-    r = box_qp(Q, c, u, x0)
+    r = box_qp(Q, c, u, x0, warm=True)
     assert np.all(r.x >= 0.0) and np.all(r.x <= u) and r.x[3] == 0.0
     assert r.f == pytest.approx(_f(Q, c, r.x), rel=1e-12, abs=1e-12)
     assert _f(Q, c, r.x) <= _f(Q, c, ref) + 1e-8 * max(1.0, abs(_f(Q, c, ref)))
     assert r.kkt <= 1e-6
+
+
+def test_the_interior_point_starts_where_it_is_told():
+    """``_interior_point`` before its first iteration: ``u/2``, or ``x0`` moved WARM_PUSH of its bound inside the box
+    (what ``box_qp(..., warm=True)`` passes it; without ``warm`` it starts at ``u/2`` whatever ``x0``)."""
+    from cvxrank.native.box_qp import WARM_PUSH, _interior_point
+
+    Q, c, u = _singular(1)
+    x0 = np.linspace(-1.0, 3.0, u.shape[0])
+    start, it = _interior_point(Q, c, u, tol=1e-11, max_iter=0, x0=x0)
+    assert it == 0
+    np.testing.assert_array_equal(start, np.clip(x0, WARM_PUSH * u, (1.0 - WARM_PUSH) * u))
+    np.testing.assert_array_equal(_interior_point(Q, c, u, tol=1e-11, max_iter=0)[0], 0.5 * u)
 
 
 def test_box_qp_start_and_edge_cases():

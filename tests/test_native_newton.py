@@ -343,16 +343,23 @@ def test_hessian_free_newton_phase_matches_clarabel(monkeypatch, seed, lam):
         cutting_plane(oracle, inst.lam, hessian_free="yes")
 
 
+@pytest.mark.parametrize("zero_tau", [False, True])
 @pytest.mark.parametrize("below", [False, True])
 @pytest.mark.parametrize("limit", [1000, 12, 3])
-def test_margin_set_is_the_explicit_pairs_near_the_margin(limit, below):
+def test_margin_set_is_the_explicit_pairs_near_the_margin(limit, below, zero_tau):
     """The jump chain's sets at ``w`` against the explicit pairs: ``F(w)``; the ``limit`` pairs nearest the margin
     within ``[1 - ε, 1 + ε)`` (``below``: with a positive margin below ``1 + ε``) with their differences and
     weights; the rest below ``1`` summed in ``W_V``, ``g_V``, counted before the limit in ``under``; and the box QP
-    over them is a lower bound on the optimum (weak duality, whatever the sets)."""
+    over them is a lower bound on the optimum (weak duality, whatever the sets). ``zero_tau``: a grade pair without
+    weight, whose pairs are neither listed nor counted."""
     from cvxrank.native.newton import _band_dual, _margin_set
 
     inst = TiedInstance(6, lam=0.1)
+    if zero_tau:
+        inst.tau[sorted(inst.tau)[0]] = 0.0
+        inst.weights = pair_weights(inst.pairs, tau=inst.tau, mu=inst.mu)
+        inst.C = theorem1_C(inst.weights, inst.lam)
+        assert (inst.weights == 0).any() and (inst.weights > 0).any()
     F_ref = 2 * inst.lam * clarabel_result(inst).qp_objective
     oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
     w = np.random.default_rng(0).standard_normal(oracle.n_features)
@@ -506,6 +513,26 @@ def test_no_point_yet_proves_no_target():
     assert target_proven(10.0, 10.0 - 5e-6, 1e-6) and not target_proven(10.0, 10.0 - 2e-5, 1e-6)
 
 
+def test_margin_set_below_falls_back_to_the_two_sided_window(monkeypatch):
+    """``_margin_set(below=True)`` walks the sorted positions from the wrong-order pairs up: past BELOW_POSITIONS it
+    lists the two-sided window instead, the same sets as ``below=False``."""
+    from cvxrank.native import newton
+    from cvxrank.native.newton import _margin_set
+
+    inst = TiedInstance(6, lam=0.1)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    w = np.random.default_rng(0).standard_normal(oracle.n_features)
+    w *= 2.0 / np.std(inst.pairs.margins(w))
+    wide = _margin_set(oracle, inst.lam, w, 0.3, 1000, below=True)
+    two = _margin_set(oracle, inst.lam, w, 0.3, 1000)
+    assert wide[2] > two[2]  # more pairs listed below the width
+    monkeypatch.setattr(newton, "BELOW_POSITIONS", 0)
+    fell = _margin_set(oracle, inst.lam, w, 0.3, 1000, below=True)
+    assert fell[0] == two[0] and fell[2:] == two[2:]
+    np.testing.assert_array_equal(fell[1][1], two[1][1])
+    np.testing.assert_array_equal(fell[1][2], two[1][2])
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_on_margin_puts_the_free_pairs_on_the_margin(sparse):
     """``_on_margin``: a ``w`` off ``w*`` in the span of the free pairs' differences comes back to ``w*`` (six free
@@ -526,6 +553,11 @@ def test_on_margin_puts_the_free_pairs_on_the_margin(sparse):
     np.testing.assert_allclose(x, w_star, rtol=0, atol=1e-8)
     assert _on_margin(Dm, D @ D.T, nu, c, w_star) is w_star  # within MARGIN_RESIDUAL already
     assert _on_margin(Dm, D @ D.T, np.zeros(9), c, w) is w  # no free pair
+    # inconsistent equalities (d, 2d, 3d all "on the margin"): least squares leaves them further off at its worst
+    # pair (0.571 against 0.5), so the point is kept
+    E = np.array([[1.0], [2.0], [3.0]])
+    half = np.array([0.5])
+    assert _on_margin(sp.csr_matrix(E) if sparse else E, E @ E.T, np.full(3, 0.5), np.ones(3), half) is half
 
 
 def test_the_chain_widens_its_set_when_more_pairs_than_features_sit_on_the_margin():

@@ -35,8 +35,9 @@ from cvxrank.exceptions import ValidationError
 
 __all__ = ["BoxQPResult", "box_qp"]
 
-#: A start ``x0`` enters the interior-point method this share of its bound inside the box (its multipliers come from
-#: the gradient there, as from ``u/2``): on the bands of the real sample's jumps (228-300 pairs, λ = 0.05-500) the
+#: With ``warm=True`` (:func:`box_qp`) the interior-point method starts this share of its bound inside the box from
+#: ``x0`` (its multipliers come from the gradient there, as from ``u/2``): on the bands of the real sample's first
+#: jumps (228-290 pairs, λ = 0.05-500) the
 #: smoothed Newton phase's ``α`` took 9-10 iterations to ``1e-11`` where ``u/2`` took 12-16 (docs/native.md,
 #: "Measurements (2026-11-27, 14:45)"); 0.1 took 10-12 and 0.3 11-15.
 WARM_PUSH = 0.02
@@ -194,7 +195,7 @@ def _projected_newton(Q, c, u, x, g, diag, reg, tol, max_iter):
 
 
 def box_qp(Q, c, upper, x0=None, *, tol: float = 1e-12, max_iter: int = 200, rho: float = 1e-10,
-           interior_iterations: int = 50) -> BoxQPResult:
+           interior_iterations: int = 50, warm: bool = False) -> BoxQPResult:
     """Minimise ``½ xᵀ Q x + cᵀ x`` over ``0 <= x <= upper``: an interior-point method, then a projected Newton
     polish (module docstring).
 
@@ -206,9 +207,8 @@ def box_qp(Q, c, upper, x0=None, *, tol: float = 1e-12, max_iter: int = 200, rho
     upper : ndarray of shape (k,)
         Upper bounds, ``>= 0`` (a variable with bound 0 is fixed there).
     x0 : ndarray of shape (k,), optional
-        A known point (clipped into the box; default 0): the result is never worse than it. The interior-point
-        method starts near it (:data:`WARM_PUSH`; without it at ``upper/2``); with ``interior_iterations=0`` the
-        polish starts there.
+        A known point (clipped into the box; default 0): the result is never worse than it. With
+        ``interior_iterations=0`` the polish starts there.
     tol : float, default 1e-12
         The polish stops when ``max_i |x_i - P[x - g]_i| <= tol · max(1, |g|_∞)``; the interior-point method when
         its complementarity and stationarity are within ``1e-11`` (relative).
@@ -216,6 +216,9 @@ def box_qp(Q, c, upper, x0=None, *, tol: float = 1e-12, max_iter: int = 200, rho
         Newton steps of the polish.
     rho : float, default 1e-10
         Levenberg term ``ρ max_i Q_ii`` added to ``Q_FF`` in the polish.
+    warm : bool, default False
+        Start the interior-point method near ``x0`` (:data:`WARM_PUSH` of its bound inside the box) rather than at
+        ``upper/2``: for an ``x0`` near the optimum, such as the smoothed Newton phase's ``α`` for its band.
     interior_iterations : int, default 50
         Iterations of the interior-point method (0: the polish alone, from ``x0``).
 
@@ -255,7 +258,8 @@ def box_qp(Q, c, upper, x0=None, *, tol: float = 1e-12, max_iter: int = 200, rho
         open_ = np.flatnonzero(u > 0)  # a bound of 0 fixes its variable at 0
         if open_.size:
             inner, it = _interior_point(Q[np.ix_(open_, open_)], c[open_], u[open_], tol=1e-11,
-                                        max_iter=interior_iterations, x0=None if x0 is None else start[open_])
+                                        max_iter=interior_iterations,
+                                        x0=start[open_] if warm and x0 is not None else None)
             x = np.zeros(k)
             x[open_] = inner
             g = Q @ x + c

@@ -477,7 +477,7 @@ def _band_dual(lam, D, c, g_V, W_V, start=None):
     G = D @ D.T
     G = G.toarray() if sp.issparse(G) else np.array(G)
     b = 1.0 - (D @ g_V) / (2.0 * lam)
-    nu = box_qp(G / (2.0 * lam), -b, c, start, max_iter=POLISH_STEPS).x
+    nu = box_qp(G / (2.0 * lam), -b, c, start, max_iter=POLISH_STEPS, warm=start is not None).x
     u = g_V + D.T @ nu
     return _on_margin(D, G, nu, c, u / (2.0 * lam)), W_V + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
 
@@ -492,7 +492,8 @@ def _on_margin(D, G, nu, c, w):
     """The box QP's primal point with its free pairs put on the margin: ``w + D_Fᵀ y`` with
     ``(D_F D_Fᵀ) y = 1 - D_F w`` (``G = D Dᵀ``, a ridge of ``1e-10`` of its largest diagonal entry, for a singular
     ``G_FF``), ``F`` the pairs with ``ν`` strictly inside its box (:data:`MARGIN_FREE`); ``w`` itself when their
-    margins are within :data:`MARGIN_RESIDUAL` of 1 or the system cannot be factored.
+    margins are within :data:`MARGIN_RESIDUAL` of 1, the system cannot be factored, or the correction leaves them
+    no nearer the margin.
 
     At the optimum of (9) restricted to the QP's pairs, ``w* = (g_V + Dᵀ ν*) / (2λ)`` and every pair with
     ``0 < ν*_i < c_i`` has ``⟨w*, d_i⟩ = 1``. The computed ``w`` differs from ``w*`` by ``Dᵀ (ν - ν*) / (2λ)``; where
@@ -517,7 +518,9 @@ def _on_margin(D, G, nu, c, w):
     except (np.linalg.LinAlgError, sla.LinAlgError):
         return w
     x = w + D_F.T @ y
-    return x if np.all(np.isfinite(x)) else w
+    if not (np.all(np.isfinite(x)) and float(np.abs(1.0 - D_F @ x).max()) < float(np.abs(r).max())):
+        return w  # (inconsistent equalities: a ν not yet exact, or pairs at the margin that should not be)
+    return x
 
 
 def _margin_set(oracle, lam, w, eps, limit, below=False):
@@ -526,30 +529,34 @@ def _margin_set(oracle, lam, w, eps, limit, below=False):
     ``limit`` closest to the margin kept for the box QP (the others below the margin join ``V``, those above stay
     at 0). Unlike the smoothed evaluation's band, this one is two-sided: near the optimum a pair on the margin may
     sit just above it. ``below=True`` lists every pair with a positive margin below ``1 + ε`` instead (``V`` then
-    only the pairs in the wrong order, and those not kept). Returns ``(F, (D, c, g_V, W_V), inside, under)``:
-    ``inside`` the pairs listed (kept or not), ``under`` the pairs of ``V`` before the limit."""
+    only the pairs in the wrong order, and those not kept), unless the sorted positions between the two edges,
+    which the listing walks (same-grade documents included), number more than :data:`BELOW_POSITIONS`: then the
+    two-sided window. Returns ``(F, (D, c, g_V, W_V), inside, under)``: ``inside`` the pairs listed (kept or not),
+    ``under`` the weighted pairs of ``V`` before the limit."""
     s = oracle.scores(w)
     order = oracle._order(s)
     s_o = s[order]
+    band_edge = s_o / (1.0 + eps)
     if below:  # V: the pairs in the wrong order only
         top = float(np.max(np.abs(s_o), initial=0.0))
         low = s_o * (min(BELOW_SCALE, 1e300 / top) if top > 0 else BELOW_SCALE)
-    else:  # V: margin below 1 - ε
-        low = s_o / (1.0 - eps)
-    W_V, v_o, table, p_in, p_out = oracle._violations(low, order, counts=True, s_band=s_o / (1.0 + eps))
+        W_V, v_o, table, p_in, p_out = oracle._violations(low, order, counts=True, s_band=band_edge)
+        below = int((p_in - p_out).sum()) <= BELOW_POSITIONS
+    if not below:  # V: margin below 1 - ε
+        W_V, v_o, table, p_in, p_out = oracle._violations(s_o / (1.0 - eps), order, counts=True, s_band=band_edge)
     vs = float(v_o @ (s_o - s_o[oracle._start]))
     v = np.empty_like(v_o)
     v[order] = v_o
     ib, iw, c = band_pairs(oracle, order, p_out, p_in)
     m = s[ib] - s[iw]
-    below = m < 1.0
-    F = lam * float(w @ w) + max(W_V + vs + float(c[below] @ (1.0 - m[below])), 0.0)
+    short = m < 1.0
+    F = lam * float(w @ w) + max(W_V + vs + float(c[short] @ (1.0 - m[short])), 0.0)
     inside = c.shape[0]
-    under = int(table.sum())
+    under = int(table[np.asarray(oracle.values) > 0].sum())  # (pairs of a grade pair without weight are not in V)
     if inside > limit:
         keep = np.zeros(c.shape[0], dtype=bool)
         keep[np.argsort(np.abs(m - 1.0), kind="stable")[:limit]] = True
-        moved = ~keep & below  # now in V: their weight and their differences join the sums
+        moved = ~keep & short  # now in V: their weight and their differences join the sums
         if moved.any():
             W_V += float(c[moved].sum())
             n_doc = s.shape[0]
@@ -576,8 +583,9 @@ JUMP_CHAIN = 4
 #: real sample (μ balanced) the narrower set never gained and cost a pass and a box QP (``docs/native.md``).
 WIDE_WIDTH = 0.02
 
-#: Most pairs per feature in the jump chain's retry (:func:`smoothed_newton`) when its set left out pairs within
-#: the width (and, where they fit, with the pairs below the width listed too rather than held at their bound): with
+#: Most pairs per feature in the jump chain's retry (:func:`smoothed_newton`; and at most ``sqrt(DENSE_ENTRIES)``,
+#: 2,000, for its box QP) when its set left out pairs within the width (and, where they fit, with the pairs below
+#: the width listed too rather than held at their bound): with
 #: grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin
 #: (make_ranking, 20 queries x 50-100 documents, 200 features, λ = 5: 311 pairs on it, 193 below; with 1.5 ``n``
 #: = 300 pairs the chain never closed the gap, 2.5e-5 and ``optimal_inaccurate`` after 306 calls; docs/native.md,
@@ -586,6 +594,9 @@ JUMP_WIDE = 4.0
 #: The scores' factor that leaves in ``V`` only the pairs in the wrong order (:func:`_margin_set` ``below``: the
 #: pairs with a margin below ``1 / BELOW_SCALE``, or below ``max |s| / 1e300`` where the product would overflow).
 BELOW_SCALE = 1e12
+#: Most sorted positions :func:`_margin_set` walks with ``below=True`` (24 bytes each while listing: 24 MB); one
+#: query of 3,000 documents a grade would walk 9 million.
+BELOW_POSITIONS = 1_000_000
 
 #: Most band pairs per feature for :func:`_jump`: the pairs on the margin at the optimum are generically at most as
 #: many as the features, so a wider band is not yet that set (and its box QP costs ``k³``).
