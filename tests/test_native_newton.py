@@ -356,7 +356,7 @@ def test_margin_set_is_the_explicit_pairs_near_the_margin(limit, below, zero_tau
 
     inst = TiedInstance(6, lam=0.1)
     if zero_tau:
-        inst.tau[sorted(inst.tau)[0]] = 0.0
+        inst.tau[min(inst.tau)] = 0.0
         inst.weights = pair_weights(inst.pairs, tau=inst.tau, mu=inst.mu)
         inst.C = theorem1_C(inst.weights, inst.lam)
         assert (inst.weights == 0).any() and (inst.weights > 0).any()
