@@ -37,9 +37,8 @@ __all__ = ["BoxQPResult", "box_qp"]
 
 #: With ``warm=True`` (:func:`box_qp`) the interior-point method starts this share of its bound inside the box from
 #: ``x0`` (its multipliers come from the gradient there, as from ``u/2``): on the bands of the real sample's first
-#: jumps (228-290 pairs, λ = 0.05-500) the
-#: smoothed Newton phase's ``α`` took 9-10 iterations to ``1e-11`` where ``u/2`` took 12-16 (docs/native.md,
-#: "Measurements (2026-11-27, 14:45)"); 0.1 took 10-12 and 0.3 11-15.
+#: jumps (228-290 pairs, λ = 0.05-500) the smoothed Newton phase's ``α`` took 9-10 iterations to ``1e-11`` where
+#: ``u/2`` took 12-16 (docs/native.md, "Measurements (2026-11-27, 14:45)"); 0.1 took 10-12 and 0.3 11-15.
 WARM_PUSH = 0.02
 
 

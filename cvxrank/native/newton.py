@@ -585,11 +585,10 @@ WIDE_WIDTH = 0.02
 
 #: Most pairs per feature in the jump chain's retry (:func:`smoothed_newton`; and at most ``sqrt(DENSE_ENTRIES)``,
 #: 2,000, for its box QP) when its set left out pairs within the width (and, where they fit, with the pairs below
-#: the width listed too rather than held at their bound): with
-#: grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin
-#: (make_ranking, 20 queries x 50-100 documents, 200 features, λ = 5: 311 pairs on it, 193 below; with 1.5 ``n``
-#: = 300 pairs the chain never closed the gap, 2.5e-5 and ``optimal_inaccurate`` after 306 calls; docs/native.md,
-#: "Measurements (2026-11-27, 14:45)").
+#: the width listed too rather than held at their bound): with grades, a boundary's documents tie at the optimum
+#: and more pairs than features sit on the margin (make_ranking, 20 queries x 50-100 documents, 200 features,
+#: λ = 5: 311 pairs on it, 193 below; with 1.5 ``n`` = 300 pairs the chain never closed the gap, 2.5e-5 and
+#: ``optimal_inaccurate`` after 306 calls; docs/native.md, "Measurements (2026-11-27, 14:45)").
 JUMP_WIDE = 4.0
 #: The scores' factor that leaves in ``V`` only the pairs in the wrong order (:func:`_margin_set` ``below``: the
 #: pairs with a margin below ``1 / BELOW_SCALE``, or below ``max |s| / 1e300`` where the product would overflow).
