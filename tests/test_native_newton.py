@@ -594,6 +594,19 @@ def test_the_newton_phase_goes_on_while_the_smoothed_objective_falls():
 
 
 @pytest.mark.slow
+def test_a_crawl_with_a_band_too_wide_for_the_jump_ends_in_a_wide_jump():
+    """15 queries x 50-100 documents, 300 features (seed 2), λ = 0.5: the band never thinned below 1.5 n (649 pairs
+    at δ = 7.6e-6), so no jump ran, and the Newton steps crawled for 800 evaluations; the planes after them stood
+    still and the solve ended ``optimal_inaccurate`` at 1.7e-5. After CRAWL evaluations at one width, the jump on the
+    pairs near the margin (about 900) certifies it."""
+    data = make_ranking(n_queries=15, docs_per_query=(50, 100), n_features=300, random_state=2)
+    res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)
+    assert res.status == "optimal" and res.relative_gap <= 1e-6
+    jumps = res.history[res.history["jump"].fillna(False).astype(bool)]
+    assert (jumps["band"] > 1.5 * 300).any()  # a jump taken while the band was too wide for the band's own
+
+
+@pytest.mark.slow
 def test_a_degenerate_margin_is_certified_from_the_jump():
     """60 queries x 20-60 documents, 300 dense features, λ = 0.5: at the optimum 408 pairs sit on the margin (more
     than the features) and the jump's box QP, solved to its tolerance in ``ν``, gave a point 5.1e-7 above its bound
