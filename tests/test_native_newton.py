@@ -597,7 +597,7 @@ def test_the_newton_phase_goes_on_while_the_smoothed_objective_falls():
 def test_a_crawl_with_a_band_too_wide_for_the_jump_ends_in_a_wide_jump():
     """15 queries x 50-100 documents, 300 features (seed 2), λ = 0.5: the band never thinned below 1.5 n (649 pairs
     at δ = 7.6e-6), so no jump ran, and the Newton steps crawled for 800 evaluations; the planes after them stood
-    still and the solve ended ``optimal_inaccurate`` at 1.7e-5. After CRAWL evaluations at one width, the jump on the
+    still and the solve ended ``optimal_inaccurate`` at 1.7e-5. After CRAWL Newton steps at one width, the jump on the
     pairs near the margin (about 900) certifies it."""
     data = make_ranking(n_queries=15, docs_per_query=(50, 100), n_features=300, random_state=2)
     res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)

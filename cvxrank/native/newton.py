@@ -571,14 +571,16 @@ def _margin_set(oracle, lam, w, eps, limit, below=False):
 #: unbounded polish took up to 200 steps (64 ms) for a change near 1e-12.
 POLISH_STEPS = 10
 
-#: Evaluations at one width after which :func:`smoothed_newton` tries one wide jump (0: never) when the band holds
-#: more than :data:`JUMP_FEATURES` ``n`` pairs (so :func:`_jump` does not run) and the smoothed problem's gap is
-#: within the gap: the pairs with a positive margin below ``1 + max(δ, WIDE_WIDTH)`` at the best point, up to
-#: :data:`JUMP_WIDE` ``n`` (and 2,000), then a chain on the sets at each jump's point while it gains. With grades, a
+#: Newton steps at one width after which :func:`smoothed_newton` tries a wide jump (0: never; at most one a width;
+#: local oracles and dense Newton only) when the band holds more than :data:`JUMP_FEATURES` ``n`` pairs (so
+#: :func:`_jump` does not run) and the smoothed problem's gap is within the gap: the pairs with a positive margin
+#: below ``1 + max(δ, WIDE_WIDTH)`` at the best point (:func:`_margin_set` with ``below=True``), the
+#: :data:`JUMP_WIDE` ``n`` (at most 2,000) nearest the margin kept, then a chain on the sets at each jump's point
+#: while it gains. With grades, a
 #: boundary's documents tie at the optimum and more pairs than features sit on the margin; the band then never thins
 #: to 1.5 ``n`` and the Newton steps crawl (make_ranking, 15 queries x 50-100 documents, 300 features, seed 2,
 #: λ = 0.5: 800 evaluations at δ = 7.6e-6 with a band of 649 pairs, ``optimal_inaccurate`` at 1.7e-5; with the jump
-#: certified after 461 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
+#: certified after 463 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
 CRAWL = 30
 
 #: Most jumps in a row (:func:`smoothed_newton`): each next one takes its sets at the last one's point
@@ -707,7 +709,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     # the line search's trials without band rows and sums until one is accepted (local oracles, dense Newton)
     lean = not hessian_free and hasattr(oracle, "_order")
     jumped = None  # the band size of the last jump (one per band)
-    at_width, width_seen, wide_tried = 0, None, None  # evaluations at the width in force; the last wide jump's
+    at_width, width_seen, wide_tried = 0, None, None  # Newton steps at the width in force; the last wide jump's width
     Fd_seen = [np.inf, None]  # the least F_δ seen at the width in force, and that width
     damping = 0.0  # μ of the Levenberg–Marquardt steps (DAMPING_SCALE); 0: Newton's
     aimed = allowance is None
@@ -747,24 +749,27 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 or (deadline is not None and elapsed >= deadline)):
             break
         g, band = ev["grad"], ev["band"]
-        # a crawl at one width with a band too wide for the jump: once, the jump on the pairs near the margin
+        # a crawl at one width with a band too wide for the jump: at most once a width, the jump on the pairs near
+        # the margin at the best point, then on those at each jump's point (F there from the same pass)
         at_width = at_width + 1 if delta == width_seen else 0
         width_seen = delta
-        if (jump and lean and CRAWL and at_width == CRAWL and ev["k"] > JUMP_FEATURES * w.shape[0]
-                and wide_tried != delta and ev["sg"] <= (F_best - lower)):
+        if (jump and lean and CRAWL and at_width >= CRAWL and wide_tried != delta
+                and ev["k"] > JUMP_FEATURES * w.shape[0] and ev["sg"] <= (F_best - lower)):
             wide_tried = delta
-            cap = min(int(JUMP_WIDE * w.shape[0]), int(np.sqrt(DENSE_ENTRIES)))
-            at = w_best
+            cap, width = min(int(JUMP_WIDE * w.shape[0]), int(np.sqrt(DENSE_ENTRIES))), max(delta, WIDE_WIDTH)
+            sets = _margin_set(oracle, lam, w_best, width, cap, below=True)[1]
+            calls += 1
             for link in range(JUMP_CHAIN):
-                _, sets, inside, under = _margin_set(oracle, lam, at, max(delta, WIDE_WIDTH), cap, below=True)
-                calls += 1
                 found = _band_dual(lam, *sets) if sets[1].shape[0] else None
                 if found is None:
                     break
                 w_j, L_j, u_j = found
                 if L_j > lower:
                     lower, w_lower = L_j, u_j / (2.0 * lam)
-                F_j = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss
+                if link + 1 < JUMP_CHAIN:
+                    F_j, sets, inside, under = _margin_set(oracle, lam, w_j, width, cap, below=True)
+                else:
+                    F_j = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss
                 calls += 1
                 gain = F_best - F_j
                 if F_j < F_best:
@@ -775,11 +780,11 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                              "time": time.perf_counter() - start})
                 if verbose:
                     print(f"newton  wide jump {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap "
-                          f"{rel:.2e}  set {sets[1].shape[0]} (inside {inside}, under {under})", flush=True)
-                if reached(rel) or not gain > 0.1 * (F_best - lower):
+                          f"{rel:.2e}  band {ev['k']}", flush=True)
+                if (reached(rel) or calls >= max_calls or not gain > 0.1 * (F_best - lower)
+                        or (deadline is not None and time.perf_counter() - start >= deadline)):
                     break
-                at = w_j
-            if reached(rel):
+            if reached(rel) or calls >= max_calls:
                 break
         if ev["sg"] <= 0.1 * (F_best - lower) and delta > 1e-12:
             if jump and jumped != ev["k"]:
