@@ -573,15 +573,19 @@ POLISH_STEPS = 10
 
 #: Newton steps at one width after which :func:`smoothed_newton` tries a wide jump (0: never; at most one a width;
 #: local oracles and dense Newton only) when the band holds more than :data:`JUMP_FEATURES` ``n`` pairs (so
-#: :func:`_jump` does not run) and the smoothed problem's gap is within the gap: the pairs with a positive margin
-#: below ``1 + max(δ, WIDE_WIDTH)`` at the best point (:func:`_margin_set` with ``below=True``), the
-#: :data:`JUMP_WIDE` ``n`` (at most 2,000) nearest the margin kept, then a chain on the sets at each jump's point
-#: while it gains. With grades, a
-#: boundary's documents tie at the optimum and more pairs than features sit on the margin; the band then never thins
-#: to 1.5 ``n`` and the Newton steps crawl (make_ranking, 15 queries x 50-100 documents, 300 features, seed 2,
+#: :func:`_jump` does not run), the smoothed problem's gap is within the gap and the relative gap is at most
+#: :data:`WIDE_GAP`: the pairs with a positive margin below ``1 + max(δ, WIDE_WIDTH)`` at the best point
+#: (:func:`_margin_set` with ``below=True``), the :data:`JUMP_WIDE` ``n`` (at most 2,000) nearest the margin kept,
+#: then a chain on the sets at each jump's point while it gains. With grades, a boundary's documents tie at the
+#: optimum and more pairs than features sit on the margin; the band then never thins to 1.5 ``n`` and the Newton
+#: steps crawl (make_ranking, 15 queries x 50-100 documents, 300 features, seed 2,
 #: λ = 0.5: 800 evaluations at δ = 7.6e-6 with a band of 649 pairs, ``optimal_inaccurate`` at 1.7e-5; with the jump
-#: certified after 463 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
+#: certified after 488 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
 CRAWL = 30
+#: The largest relative gap at which :data:`CRAWL`'s wide jump runs: further from the optimum its sets are not yet
+#: the margin's, and at λ = 0.05 on the data above ten such jumps (about 900 pairs each, a box QP of that size) only
+#: raised the lower bound, at 2.4-4.6x the time (docs/native.md, "Measurements (2026-11-27, 18:45)").
+WIDE_GAP = 1e-3
 
 #: Most jumps in a row (:func:`smoothed_newton`): each next one takes its sets at the last one's point
 #: (:func:`_margin_set`), one pass each, while the point still gains.
@@ -753,7 +757,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         # the margin at the best point, then on those at each jump's point (F there from the same pass)
         at_width = at_width + 1 if delta == width_seen else 0
         width_seen = delta
-        if (jump and lean and CRAWL and at_width >= CRAWL and wide_tried != delta
+        if (jump and lean and CRAWL and at_width >= CRAWL and wide_tried != delta and rel <= WIDE_GAP
                 and ev["k"] > JUMP_FEATURES * w.shape[0] and ev["sg"] <= (F_best - lower)):
             wide_tried = delta
             cap, width = min(int(JUMP_WIDE * w.shape[0]), int(np.sqrt(DENSE_ENTRIES))), max(delta, WIDE_WIDTH)
