@@ -1,5 +1,7 @@
 """The smoothed Newton phase of the pair-free solver against Clarabel, and its band of near-margin pairs."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -7,7 +9,7 @@ import scipy.sparse as sp
 from cvxrank.costs import pair_weights, theorem1_C
 from cvxrank.data import RankingData
 from cvxrank.datasets import make_ranking
-from cvxrank.exceptions import ValidationError
+from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.formulations import build_primal
 from cvxrank.native import PairFreeOracle, cost_table, cutting_plane
 from cvxrank.native.band import margin_band
@@ -604,6 +606,29 @@ def test_a_crawl_with_a_band_too_wide_for_the_jump_ends_in_a_wide_jump():
     assert res.status == "optimal" and res.relative_gap <= 1e-6
     jumps = res.history[res.history["jump"].fillna(False).astype(bool)]
     assert (jumps["band"] > 1.5 * 300).any()  # a jump taken while the band was too wide for the band's own
+
+
+@pytest.mark.slow
+def test_the_wide_jump_chain_reaches_the_optimum_at_a_small_lambda():
+    """The same data at λ = 0.05: the first wide jump's point had ``λ‖w‖²`` at the lower bound but a few pairs outside
+    its set below the margin (a loss of 0.065), the chain stopped there as it had not lowered ``F``, and the solve
+    ended with its own gap at 1e-4. With a second link on the sets read at that point, the own gap closes; what is
+    left is the certificate's rounding allowance at this small objective (float64's floor, about 5e-6 here)."""
+    data = make_ranking(n_queries=15, docs_per_query=(50, 100), n_features=300, random_state=2)
+    with warnings.catch_warnings():  # the allowance is above tol: optimal_inaccurate
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        res = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-6)
+    assert res.extras["pairfree_relative_gap"] <= 1e-9
+    assert res.relative_gap <= 1e-5  # the allowance alone
+
+
+@pytest.mark.slow
+def test_a_crawl_on_few_features_is_certified():
+    """8 queries x 80-120 documents, 120 features, λ = 0.05: ``optimal_inaccurate`` at 1.8e-6 (own gap 1e-6) after
+    1,224 calls without the wide jump; certified with it."""
+    data = make_ranking(n_queries=8, docs_per_query=(80, 120), n_features=120, random_state=1)
+    res = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-6)
+    assert res.status == "optimal" and res.relative_gap <= 1e-6
 
 
 @pytest.mark.slow

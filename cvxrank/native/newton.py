@@ -576,16 +576,22 @@ POLISH_STEPS = 10
 #: :func:`_jump` does not run), the smoothed problem's gap is within the gap and the relative gap is at most
 #: :data:`WIDE_GAP`: the pairs with a positive margin below ``1 + max(δ, WIDE_WIDTH)`` at the best point
 #: (:func:`_margin_set` with ``below=True``), the :data:`JUMP_WIDE` ``n`` (at most 2,000) nearest the margin kept,
-#: then a chain on the sets at each jump's point while it gains. With grades, a boundary's documents tie at the
-#: optimum and more pairs than features sit on the margin; the band then never thins to 1.5 ``n`` and the Newton
-#: steps crawl (make_ranking, 15 queries x 50-100 documents, 300 features, seed 2,
-#: λ = 0.5: 800 evaluations at δ = 7.6e-6 with a band of 649 pairs, ``optimal_inaccurate`` at 1.7e-5; with the jump
-#: certified after 488 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
+#: then a chain on the sets at each jump's point (at least :data:`WIDE_LINKS` more links, then while it gains). With
+#: grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin; the band then
+#: never thins to 1.5 ``n`` and the Newton steps crawl (make_ranking, 15 queries x 50-100 documents, 300 features,
+#: seed 2, λ = 0.5: 800 evaluations at δ = 7.6e-6 with a band of 649 pairs, ``optimal_inaccurate`` at 1.7e-5; with
+#: the jump certified after 302 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
 CRAWL = 30
 #: The largest relative gap at which :data:`CRAWL`'s wide jump runs: further from the optimum its sets are not yet
 #: the margin's, and at λ = 0.05 on the data above ten such jumps (about 900 pairs each, a box QP of that size) only
-#: raised the lower bound, at 2.4-4.6x the time (docs/native.md, "Measurements (2026-11-27, 18:45)").
-WIDE_GAP = 1e-3
+#: raised the lower bound, at 2.4-4.6x the time; 1e-3 left 20 queries x 50-100 documents with 200 features at
+#: λ = 0.05 at 2.9e-4 (docs/native.md, "Measurements (2026-11-27, 18:45)").
+WIDE_GAP = 1e-2
+#: Links of the wide jump's chain that run even when the last one did not lower ``F``: a wide jump's point can have
+#: ``λ‖w‖²`` at the lower bound and yet a few pairs outside its set below the margin (the data above at λ = 0.05:
+#: the loss 0.065 on ``F`` = 0.745); the next link's set, read at that point, holds them (with one such link the own
+#: gap of those runs went from 1e-4 to 2e-12).
+WIDE_LINKS = 1
 
 #: Most jumps in a row (:func:`smoothed_newton`): each next one takes its sets at the last one's point
 #: (:func:`_margin_set`), one pass each, while the point still gains.
@@ -785,7 +791,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 if verbose:
                     print(f"newton  wide jump {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap "
                           f"{rel:.2e}  band {ev['k']}", flush=True)
-                if (reached(rel) or calls >= max_calls or not gain > 0.1 * (F_best - lower)
+                if (reached(rel) or calls >= max_calls or (link >= WIDE_LINKS and not gain > 0.1 * (F_best - lower))
                         or (deadline is not None and time.perf_counter() - start >= deadline)):
                     break
             if reached(rel) or calls >= max_calls:
