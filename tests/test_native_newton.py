@@ -11,7 +11,7 @@ from cvxrank.data import RankingData
 from cvxrank.datasets import make_ranking
 from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.formulations import build_primal
-from cvxrank.native import PairFreeOracle, cost_table, cutting_plane
+from cvxrank.native import PairFreeOracle, cost_table, cutting_plane, kernels
 from cvxrank.native.band import margin_band
 from cvxrank.native.newton import _evaluate
 from cvxrank.objectives import hinge_objective
@@ -604,11 +604,13 @@ def test_a_crawl_with_a_band_too_wide_for_the_jump_ends_in_a_wide_jump():
     data = make_ranking(n_queries=15, docs_per_query=(50, 100), n_features=300, random_state=2)
     res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)
     assert res.status == "optimal" and res.relative_gap <= 1e-6
-    jumps = res.history[res.history["jump"].fillna(False).astype(bool)]
+    jumps = res.history[res.history["jump"].eq(True)]
     assert (jumps["band"] > 1.5 * 300).any()  # a jump taken while the band was too wide for the band's own
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not kernels.COMPILED, reason="the compiled sweeps were not built: the numpy sweeps (the same sums, "
+                    "other roundings) take another path here, 1,800 calls without a jump")
 def test_the_wide_jump_chain_reaches_the_optimum_at_a_small_lambda():
     """The same data at λ = 0.05: the first wide jump's point had ``λ‖w‖²`` at the lower bound but a few pairs outside
     its set below the margin (a loss of 0.065), the chain stopped there as it had not lowered ``F``, and the solve

@@ -587,10 +587,10 @@ CRAWL = 30
 #: raised the lower bound, at 2.4-4.6x the time; 1e-3 left 20 queries x 50-100 documents with 200 features at
 #: λ = 0.05 at 2.9e-4 (docs/native.md, "Measurements (2026-11-27, 18:45)").
 WIDE_GAP = 1e-2
-#: Links of the wide jump's chain that run even when the last one did not lower ``F``: a wide jump's point can have
-#: ``λ‖w‖²`` at the lower bound and yet a few pairs outside its set below the margin (the data above at λ = 0.05:
-#: the loss 0.065 on ``F`` = 0.745); the next link's set, read at that point, holds them (with one such link the own
-#: gap of those runs went from 1e-4 to 2e-12).
+#: Links of the wide jump's chain that run even when the last one did not lower ``F`` by a tenth of the gap (the
+#: rule that ends the chains otherwise): a wide jump's point can have ``λ‖w‖²`` at the lower bound and yet a few pairs
+#: outside its set below the margin (the data above at λ = 0.05: the loss 0.065 on ``F`` = 0.745); the next link's
+#: set, read at that point, holds them (with one such link the own gap of those runs went from 1e-4 to 2e-12).
 WIDE_LINKS = 1
 
 #: Most jumps in a row (:func:`smoothed_newton`): each next one takes its sets at the last one's point
@@ -646,7 +646,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
 
     Once a width's smoothed problem is solved, the band's pairs are taken as those on the margin (:func:`_jump`,
     then a chain of jumps on the pairs near the margin at each jump's point); when the band stays too wide for that
-    and the steps crawl at one width, one wide jump (:data:`CRAWL`).
+    and the steps crawl at one width, a chain of wide jumps, at most one such chain a width (:data:`CRAWL`).
 
     Parameters
     ----------
@@ -695,7 +695,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     (w_best, F_best, lower, w_lower, evaluations, rows)
         ``w_lower = Σ α_i d_i / (2λ)`` at the best lower bound of this phase
         (None if it found none better than ``lower``); ``rows``: one history
-        row per evaluation.
+        row per evaluation and per jump (a pass that only lists a jump's sets has none).
     """
     start = time.perf_counter() if start is None else start
     w_best, F_best, w_lower = w, upper, None
@@ -769,7 +769,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             cap, width = min(int(JUMP_WIDE * w.shape[0]), int(np.sqrt(DENSE_ENTRIES))), max(delta, WIDE_WIDTH)
             sets = _margin_set(oracle, lam, w_best, width, cap, below=True)[1]
             calls += 1
-            for link in range(JUMP_CHAIN):
+            for link in range(JUMP_CHAIN if calls < max_calls else 0):
                 found = _band_dual(lam, *sets) if sets[1].shape[0] else None
                 if found is None:
                     break
