@@ -587,12 +587,12 @@ def test_the_newton_phase_goes_on_while_the_smoothed_objective_falls():
     pairs) the damped steps lowered F_δ for dozens of evaluations while the best F and the gap stood still; the
     phase counted that as a stall and left at a gap of 0.5, and 470 planes then took more than 20 s for 2e-3.
     Counting F_δ's progress at the width in force, the phase goes on through its widths and certifies the solve
-    (about 1,450 calls, 1.6 s, where the planes took 34 s)."""
+    (about 1,450 calls, 1.6 s, where the planes took 34 s; fewer since the wide jumps)."""
     data = make_ranking(n_queries=15, docs_per_query=(50, 100), n_features=300, random_state=1)
     res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6, max_iter=3000)
     assert res.status == "optimal" and res.relative_gap <= 1e-6
     widths = res.history["delta"].dropna()
-    assert widths.max() > 0.1 and widths.min() < 1e-3  # past its first width (0.125), where it had stopped
+    assert widths.max() > 0.1 and widths.min() < 0.1  # past its first width (0.125), where it had stopped
 
 
 @pytest.mark.slow
@@ -631,6 +631,34 @@ def test_a_crawl_on_few_features_is_certified():
     data = make_ranking(n_queries=8, docs_per_query=(80, 120), n_features=120, random_state=1)
     res = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-6)
     assert res.status == "optimal" and res.relative_gap <= 1e-6
+
+
+@pytest.mark.skipif(not kernels.COMPILED, reason="the compiled sweeps were not built")
+def test_the_damping_reads_the_band_of_its_step_with_either_kernel():
+    """The compiled sweeps write a trial's band rows into a buffer the oracle reuses; the damping of the next steps
+    read the largest diagonal of the step's band after the trials had written over it, so the compiled and numpy
+    kernels took different steps from the same evaluation (here from the sixth call on). Read before the trials,
+    the two kernels give the same history, damped steps included."""
+    data = make_ranking(n_queries=8, docs_per_query=(80, 120), n_features=120, random_state=1)
+    with warnings.catch_warnings():  # 40 calls: short of tol
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        histories = [solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-6, max_iter=40,
+                           oracle_kernel=kernel).history for kernel in ("compiled", "numpy")]
+    assert histories[0]["delta"].notna().sum() > 5  # the Newton phase ran
+    np.testing.assert_array_equal(histories[0]["objective"].to_numpy(), histories[1]["objective"].to_numpy())
+
+
+@pytest.mark.slow
+def test_a_stall_at_a_solved_width_goes_on_at_the_next_width():
+    """30 queries x 30-60 documents, 250 features, λ = 0.05: the phase stalled at a width whose smoothed problem it
+    had once solved to within the gap, and the planes after it ran into a 20 s limit; going on at the next width from
+    the point nearest the smoothed optimum, the solve closes its own gap (what is left is the certificate's rounding
+    allowance at this small objective)."""
+    data = make_ranking(n_queries=30, docs_per_query=(30, 60), n_features=250, random_state=1)
+    with warnings.catch_warnings():  # the allowance is above tol: optimal_inaccurate
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        res = solve(RankingProblem(data, mu="balanced", lam=0.05), "cutting_plane", tol=1e-6, max_iter=3000)
+    assert res.extras["pairfree_relative_gap"] <= 1e-9
 
 
 @pytest.mark.slow

@@ -580,7 +580,7 @@ POLISH_STEPS = 10
 #: grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin; the band then
 #: never thins to 1.5 ``n`` and the Newton steps crawl (make_ranking, 15 queries x 50-100 documents, 300 features,
 #: seed 2, λ = 0.5: 800 evaluations at δ = 7.6e-6 with a band of 649 pairs, ``optimal_inaccurate`` at 1.7e-5; with
-#: the jump certified after 302 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
+#: the jump certified after 269 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
 CRAWL = 30
 #: The largest relative gap at which :data:`CRAWL`'s wide jump runs: further from the optimum its sets are not yet
 #: the margin's, and at λ = 0.05 on the data above ten such jumps (about 900 pairs each, a box QP of that size) only
@@ -592,6 +592,14 @@ WIDE_GAP = 1e-2
 #: outside its set below the margin (the data above at λ = 0.05: the loss 0.065 on ``F`` = 0.745); the next link's
 #: set, read at that point, holds them (with one such link the own gap of those runs went from 1e-4 to 2e-12).
 WIDE_LINKS = 1
+
+#: On a stall (:func:`smoothed_newton`'s ``stall_after``) at a width whose smoothed gap was once within the gap, go
+#: on at the next width from the point where that gap was least, once a width (0: end the phase there, as before
+#: 2026-11-27). On make_ranking data with 200-300 features at λ = 0.05 the steps at the first width (δ = 0.125,
+#: about 600 band pairs) brought the smoothed gap to 0.045 (the gap 0.17), then a step threw it back to 15 and the
+#: phase ended as stalled; the planes after it made no progress in 20 s. Going on from there, the solves end at
+#: float64's floor in 1-3 s (docs/native.md, "Measurements (2026-11-27, 18:45)").
+STALL_SHRINK = 1
 
 #: Most jumps in a row (:func:`smoothed_newton`): each next one takes its sets at the last one's point
 #: (:func:`_margin_set`), one pass each, while the point still gains.
@@ -719,6 +727,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     # the line search's trials without band rows and sums until one is accepted (local oracles, dense Newton)
     lean = not hessian_free and hasattr(oracle, "_order")
     jumped = None  # the band size of the last jump (one per band)
+    settled, forced = [np.inf, w, None], None  # least smoothed gap at the width in force (sg, point, width)
     at_width, width_seen, wide_tried = 0, None, None  # Newton steps at the width in force; the last wide jump's width
     Fd_seen = [np.inf, None]  # the least F_δ seen at the width in force, and that width
     damping = 0.0  # μ of the Levenberg–Marquardt steps (DAMPING_SCALE); 0: Newton's
@@ -755,7 +764,18 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             since += 1
         if delta != Fd_seen[1] or ev["Fd"] < Fd_seen[0]:
             Fd_seen[:] = [ev["Fd"], delta]
-        if (reached(rel) or calls >= max_calls or since >= stall_after
+        if delta != settled[2] or ev["sg"] < settled[0]:  # the point nearest the smoothed optimum at this width
+            settled = [ev["sg"], w, delta]
+        force = False
+        if (since >= stall_after and STALL_SHRINK and forced != delta and settled[0] <= F_best - lower
+                and delta > 1e-12 and not reached(rel) and calls < max_calls
+                and not (deadline is not None and elapsed >= deadline)):
+            # a stall at a width whose smoothed problem was once solved to within the gap: the next width from there
+            forced, since, w = delta, 0, settled[1]
+            ev = _point(oracle, lam, w, delta, hessian_free=hessian_free, gram=gram)
+            calls += 1
+            force = True
+        elif (reached(rel) or calls >= max_calls or since >= stall_after
                 or (deadline is not None and elapsed >= deadline)):
             break
         g, band = ev["grad"], ev["band"]
@@ -796,7 +816,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     break
             if reached(rel) or calls >= max_calls:
                 break
-        if ev["sg"] <= 0.1 * (F_best - lower) and delta > 1e-12:
+        if (force or ev["sg"] <= 0.1 * (F_best - lower)) and delta > 1e-12:
             if jump and jumped != ev["k"]:
                 # the band as the pairs on the margin: one solve, one call; its bound holds whatever the sets
                 found = _jump(lam, ev)
@@ -863,6 +883,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             p = -band.solve(g, tol=min(0.1, max(1e-8, np.sqrt(max(ev["sg"], 0.0) / max(F_best, 1e-300)))))
         else:
             p = -band.solve(g, shift=damping)
+            # (read now: the trials' evaluations write their band rows over this band's buffer)
+            first = DAMPING_SCALE * band.largest_diagonal()
         decrement = -float(g @ p)
         if not decrement > 0:
             p, decrement = -g, float(g @ g)  # a solve that lost descent (CG, rounding): the gradient
@@ -890,7 +912,6 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             curv = ex["Fd"] - Fd + t * decrement
             t = min(0.5 * t, max(0.02 * t, 0.5 * decrement * t * t / curv if curv > 0 else 0.5 * t))
         if not hessian_free:  # Levenberg–Marquardt: damp after a step cut short, undamp after full ones
-            first = DAMPING_SCALE * band.largest_diagonal()
             if t < DAMPING_SHORT:
                 damping = max(DAMPING_GROWTH * damping, first)
             elif t == 1.0:
