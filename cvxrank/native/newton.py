@@ -683,7 +683,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         steps start from the tangent predictor above.
     stall_after : int, default 20
         Stop when neither the gap, the best ``F`` nor ``F_δ`` at the width in force has shrunk by 0.1 % in this many
-        evaluations.
+        evaluations, unless the width's smoothed problem was once solved to within the gap: then the next width,
+        once a width (:data:`STALL_SHRINK`).
     max_backtrack : int, default 12
         Trials of the line search before the phase gives up (the Armijo test on
         ``F_δ`` failed: pairs outside the band changed side); the caller's
@@ -703,7 +704,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     (w_best, F_best, lower, w_lower, evaluations, rows)
         ``w_lower = Σ α_i d_i / (2λ)`` at the best lower bound of this phase
         (None if it found none better than ``lower``); ``rows``: one history
-        row per evaluation and per jump (a pass that only lists a jump's sets has none).
+        row per evaluation and per jump (a pass that only lists a jump's sets, or evaluates the point a stalled
+        width goes on from, has none).
     """
     start = time.perf_counter() if start is None else start
     w_best, F_best, w_lower = w, upper, None
@@ -771,10 +773,16 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 and delta > 1e-12 and not reached(rel) and calls < max_calls
                 and not (deadline is not None and elapsed >= deadline)):
             # a stall at a width whose smoothed problem was once solved to within the gap: the next width from there
-            forced, since, w = delta, 0, settled[1]
-            ev = _point(oracle, lam, w, delta, hessian_free=hessian_free, gram=gram)
-            calls += 1
-            force = True
+            forced, since = delta, 0
+            if settled[1] is not w:  # (else ev is its evaluation, and its band rows are still in the buffer)
+                w = settled[1]
+                ev = _point(oracle, lam, w, delta, hessian_free=hessian_free, gram=gram)
+                calls += 1
+            force, L = True, ev["L"]  # (the shrink's tangent reads this evaluation's band and its sums)
+            if L[0] > lower:
+                lower, w_lower = L[0], L[1] / (2.0 * lam)
+            if ev["F"] < F_best:
+                F_best, w_best = ev["F"], w
         elif (reached(rel) or calls >= max_calls or since >= stall_after
                 or (deadline is not None and elapsed >= deadline)):
             break
