@@ -576,7 +576,8 @@ POLISH_STEPS = 10
 #: :func:`_jump` does not run), the smoothed problem's gap is within the gap and the relative gap is at most
 #: :data:`WIDE_GAP`: the pairs with a positive margin below ``1 + max(δ, WIDE_WIDTH)`` at the best point
 #: (:func:`_margin_set` with ``below=True``), the :data:`JUMP_WIDE` ``n`` (at most 2,000) nearest the margin kept,
-#: then a chain on the sets at each jump's point (at least :data:`WIDE_LINKS` more links, then while it gains). With
+#: then a chain on the sets at each jump's point (at least :data:`WIDE_LINKS` more links, then while it gains or the
+#: counts of its listing change, as :data:`JUMP_CHAIN`'s after the retry). With
 #: grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin; the band then
 #: never thins to 1.5 ``n`` and the Newton steps crawl (make_ranking, 15 queries x 50-100 documents, 300 features,
 #: seed 2, λ = 0.5: 800 evaluations at δ = 7.6e-6 with a band of 649 pairs, ``optimal_inaccurate`` at 1.7e-5; with
@@ -587,10 +588,11 @@ CRAWL = 30
 #: raised the lower bound, at 2.4-4.6x the time; 1e-3 left 20 queries x 50-100 documents with 200 features at
 #: λ = 0.05 at 2.9e-4 (docs/native.md, "Measurements (2026-11-27, 18:45)").
 WIDE_GAP = 1e-2
-#: Links of the wide jump's chain that run even when the last one did not lower ``F`` by a tenth of the gap (the
-#: rule that ends the chains otherwise): a wide jump's point can have ``λ‖w‖²`` at the lower bound and yet a few pairs
-#: outside its set below the margin (the data above at λ = 0.05: the loss 0.065 on ``F`` = 0.745); the next link's
-#: set, read at that point, holds them (with one such link the own gap of those runs went from 1e-4 to 2e-12).
+#: Links of the wide jump's chain that run even when the last one did not lower ``F`` by a tenth of the gap and the
+#: counts of the listing at its point are those it solved on (the rule that ends the chains otherwise): a wide
+#: jump's point can have ``λ‖w‖²`` at the lower bound and yet a few pairs outside its set below the margin (the data
+#: above at λ = 0.05: the loss 0.065 on ``F`` = 0.745); the next link's set, read at that point, holds them (with one
+#: such link the own gap of those runs went from 1e-4 to 2e-12).
 WIDE_LINKS = 1
 
 #: On a stall (:func:`smoothed_newton`'s ``stall_after``) at a width whose smoothed gap was once within the gap, go
@@ -603,10 +605,12 @@ STALL_SHRINK = 1
 
 #: Most jumps in a row (:func:`smoothed_newton`): each next one takes its sets at the last one's point
 #: (:func:`_margin_set`), one pass each, while the point still gains; once it stops, one retry on the sets at the
-#: best point, and after that while the listing at each new point differs from the one just solved on. On
-#: make_ranking data with 200 features at λ = 0.05 the retry's point held, in its own listing, the pair on the
-#: margin still missing, and a chain that stopped after the retry took 1,314 and 1,525 calls where it now takes
-#: 49 and 143 (docs/native.md, "Measurements (2026-11-27, 21:00)").
+#: best point, and after that while the counts of the listing at each new point (pairs listed, pairs left in ``V``)
+#: differ from those of the sets just solved on, the later links listing theirs as the retry did; a link that did not
+#: gain is followed only when a link after the next one is left (so the last link runs only after a gain). On
+#: make_ranking data with 200 features at λ = 0.05 the retry's point held, in its own listing, the pair on the margin
+#: still missing, and a chain that stopped after the retry took 1,314 and 1,525 calls where it now takes 49 and 143
+#: (docs/native.md, "Measurements (2026-11-27, 21:00)").
 JUMP_CHAIN = 4
 
 #: Width of the chain's sets (:func:`smoothed_newton`): after the first jump (on the band), each next one takes the
@@ -859,11 +863,14 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     if verbose:
                         print(f"newton  jump {calls:4d}  objective {F_best:.12g}  lower {lower:.12g}  rel gap "
                               f"{rel:.2e}  band {ev['k']}", flush=True)
-                    if reached(rel) or calls >= max_calls or sets is None:
+                    if (reached(rel) or calls >= max_calls or sets is None
+                            or (deadline is not None and time.perf_counter() - start >= deadline)):
                         break
                     if not gain > 0.1 * (F_best - lower):  # the point did not gain: the sets may be wrong
-                        # after the retry the chain goes on while the listing at the new point differs from the one
-                        # just solved on (a pair on the margin at the optimum may first show up there)
+                        # after the retry the chain goes on while the listing's counts at the new point differ from
+                        # those of the sets just solved on (a pair on the margin at the optimum may first show up
+                        # there); the last link of the chain only runs after a gain (measured: one more call on most
+                        # solves where it ran, and seldom a gain)
                         if link + 2 >= JUMP_CHAIN or (retried and (inside, under) == solved):
                             break
                         if not retried:
