@@ -593,6 +593,16 @@ def test_the_chain_goes_on_after_its_retry_while_its_sets_change(seed):
     assert res.status == "optimal" and res.relative_gap <= 1e-6
 
 
+def test_the_wide_jump_holds_every_pair_between_tied_documents():
+    """5 queries x 100-200 documents, 150 features, λ = 0.5: separable, and at the optimum 667 pairs sit on the
+    margin (all pairs between a boundary's tied documents), more than the 4 n = 600 the wide jump kept; each of its
+    chains failed, and the Newton steps ground through every width (1,024 calls). With room for them (JUMP_WIDE),
+    a wide jump certifies the solve well inside 500 calls."""
+    data = make_ranking(n_queries=5, docs_per_query=(100, 200), n_features=150, random_state=3)
+    res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6, max_iter=500)
+    assert res.status == "optimal" and res.relative_gap <= 1e-6
+
+
 @pytest.mark.slow
 def test_the_newton_phase_goes_on_while_the_smoothed_objective_falls():
     """15 queries x 50-100 documents, 300 features (seed 1), λ = 0.5: at the first width (δ = 0.12, about 650 band

@@ -626,8 +626,11 @@ WIDE_WIDTH = 0.02
 #: the width listed too rather than held at their bound): with grades, a boundary's documents tie at the optimum
 #: and more pairs than features sit on the margin (make_ranking, 20 queries x 50-100 documents, 200 features,
 #: λ = 5: 311 pairs on it, 193 below; with 1.5 ``n`` = 300 pairs the chain never closed the gap, 2.5e-5 and
-#: ``optimal_inaccurate`` after 306 calls; docs/native.md, "Measurements (2026-11-27, 14:45)").
-JUMP_WIDE = 4.0
+#: ``optimal_inaccurate`` after 306 calls; docs/native.md, "Measurements (2026-11-27, 14:45)"). Also the cap of
+#: :data:`CRAWL`'s wide jump. On separable data all pairs between a boundary's tied documents sit on the margin:
+#: 5 queries x 100-200 documents with 150 features (seed 3, λ = 0.5) has 667 there, more than 4 ``n`` = 600, and
+#: every wide jump failed (1,024 calls); with 6 ``n``, 186 calls (docs/native.md, "Measurements (2026-11-27, 21:00)").
+JUMP_WIDE = 6.0
 #: The scores' factor that leaves in ``V`` only the pairs in the wrong order (:func:`_margin_set` ``below``: the
 #: pairs with a margin below ``1 / BELOW_SCALE``, or below ``max |s| / 1e300`` where the product would overflow).
 BELOW_SCALE = 1e12
