@@ -395,10 +395,14 @@ class DaskOracle:
 
         With ``budget``, ``δ`` is first halved until the band holds at most ``budget`` pairs of positions over
         all shards (``fit``: counted for eight widths a round, as the compiled local search), then re-checked on
-        the evaluation's own band, as :func:`cvxrank.native.newton._point` does locally. ``parts["band"]`` is a
-        handle on the band, whose rows stay on the workers.
+        the evaluation's own band against ``budget`` (``fit=False``: :data:`~cvxrank.native.newton.BUDGET_AFTER_SHRINK`
+        times it), as :func:`cvxrank.native.newton._point` does locally. ``parts["band"]`` is a handle on the band,
+        whose rows stay on the workers.
         """
+        from cvxrank.native.newton import BUDGET_AFTER_SHRINK
+
         w = self._check_w(w)
+        allowed = None if budget is None else BUDGET_AFTER_SHRINK * budget  # (the re-check after a shrink)
         if budget is not None and fit:
             while True:
                 widths = [delta * 0.5 ** j for j in range(8)]
@@ -413,7 +417,7 @@ class DaskOracle:
             parts = self._round(_shard_parts, w, delta, token, what="a Newton evaluation")
             total = {key: (np.sum([p[key] for p in parts], axis=0) if isinstance(parts[0][key], np.ndarray)
                            else sum(p[key] for p in parts)) for key in parts[0] if key != "delta"}
-            if budget is None or delta <= 1e-12 or total["positions"] <= budget:
+            if budget is None or delta <= 1e-12 or total["positions"] <= (budget if fit else allowed):
                 break
             delta /= 2.0
         total["delta"] = delta
