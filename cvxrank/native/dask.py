@@ -396,13 +396,14 @@ class DaskOracle:
         With ``budget``, ``δ`` is first halved until the band holds at most ``budget`` pairs of positions over
         all shards (``fit``: counted for eight widths a round, as the compiled local search), then re-checked on
         the evaluation's own band against ``budget`` (``fit=False``: :data:`~cvxrank.native.newton.BUDGET_AFTER_SHRINK`
-        times it), as :func:`cvxrank.native.newton._point` does locally. ``parts["band"]`` is a handle on the band,
+        times it, at most :data:`~cvxrank.native.newton.BAND_BUDGET`), as :func:`cvxrank.native.newton._point` does locally. ``parts["band"]`` is a handle on the band,
         whose rows stay on the workers.
         """
-        from cvxrank.native.newton import BUDGET_AFTER_SHRINK
+        from cvxrank.native.newton import BAND_BUDGET, BUDGET_AFTER_SHRINK
 
         w = self._check_w(w)
-        allowed = None if budget is None else BUDGET_AFTER_SHRINK * budget  # (the re-check after a shrink)
+        # (the re-check after a shrink, as locally)
+        allowed = None if budget is None else max(budget, min(BUDGET_AFTER_SHRINK * budget, BAND_BUDGET))
         if budget is not None and fit:
             while True:
                 widths = [delta * 0.5 ** j for j in range(8)]

@@ -71,7 +71,7 @@ BAND_BUDGET = 20_000
 #: most ``m``) the halvings took ``δ`` from 1.6e-2 to 3.8e-6 in one evaluation, the Newton step there failed and the
 #: phase ended (make_ranking, 25 queries x 20-40 documents, 400 features, 983 pairs on the margin against a budget
 #: of 705, λ = 0.05: 1.8e-2 after 828 calls; with 2, float64's floor after 651; docs/native.md, "Measurements
-#: (2026-11-27, 21:00)").
+#: (2026-11-27, 21:00)"). Never above :data:`BAND_BUDGET`, which the memory gate counts.
 BUDGET_AFTER_SHRINK = 2.0
 
 
@@ -316,7 +316,7 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gra
     + Σ_B c_i (1 - m_i)`` needs no third search. With ``budget``, ``δ`` is halved until the band holds
     at most that many pairs (grades not checked), sized first by boundary searches alone (:func:`_fit_band`;
     ``fit=False`` skips them where the band is expected to fit, as after a shrink, and allows
-    :data:`BUDGET_AFTER_SHRINK` times the budget). The bound comes as
+    :data:`BUDGET_AFTER_SHRINK` times the budget, at most :data:`BAND_BUDGET`). The bound comes as
     ``L = (L(α), Σ_i α_i d_i, Σ_{i∈B} α_i d_i)``: the last, the band's part, gives the path's tangent.
     Also returned: ``W_V``, ``g_V = Σ_V c_i d_i`` and the band's weights ``c`` (the jump of :func:`_jump`).
 
@@ -337,7 +337,9 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gra
     s_o = s[order]
     if budget is not None and fit:
         delta = _fit_band(oracle, s_o, delta, budget)
-    allowed = None if budget is None else budget if fit else BUDGET_AFTER_SHRINK * budget
+    allowed = budget  # the re-check's limit; after a shrink a wider band, up to BAND_BUDGET
+    if budget is not None and not fit:
+        allowed = max(budget, min(BUDGET_AFTER_SHRINK * budget, BAND_BUDGET))
     while True:  # with ``budget``: a re-check on the evaluation's own band (rounding at its edges)
         # [p_in, end): margin < 1 - δ (the set V, summed); [p_out, end): margin < 1 (p_out found from p_in down)
         W_V, v_o, _, p_in, p_out = oracle._violations(s_o / (1.0 - delta), order, s_band=s_o)
@@ -639,7 +641,8 @@ WIDE_WIDTH = 0.02
 #: ``optimal_inaccurate`` after 306 calls; docs/native.md, "Measurements (2026-11-27, 14:45)"). Also the cap of
 #: :data:`CRAWL`'s wide jump. On separable data all pairs between a boundary's tied documents sit on the margin:
 #: 5 queries x 100-200 documents with 150 features (seed 3, λ = 0.5) has 667 there, more than 4 ``n`` = 600, and
-#: every wide jump failed (1,024 calls); with 6 ``n``, 186 calls (docs/native.md, "Measurements (2026-11-27, 21:00)").
+#: every wide jump failed (1,024 calls); with 6 ``n``, 186 calls (196 with :data:`BUDGET_AFTER_SHRINK`;
+#: docs/native.md, "Measurements (2026-11-27, 21:00)").
 JUMP_WIDE = 6.0
 #: The scores' factor that leaves in ``V`` only the pairs in the wrong order (:func:`_margin_set` ``below``: the
 #: pairs with a margin below ``1 / BELOW_SCALE``, or below ``max |s| / 1e300`` where the product would overflow).
