@@ -475,6 +475,18 @@ def test_on_by_default_for_sparse_data_with_more_features_than_documents():
 
 
 @compiled
+def test_after_a_newton_phase_that_ends_short_the_dual_phases_certify():
+    """One query of 600 documents with 200 dense features, λ = 0.5: at the optimum 3,238 of its 120,000 pairs sit
+    on the margin, none below. The Newton phase took hundreds of steps at one width and the planes after it stood
+    still (``optimal_inaccurate`` at 1.7e-3). Ended after NEWTON_WIDTH_STEPS steps at one width, the threshold form's
+    dual from bounds of its own, then pair_cd on a CSR copy of the dense X, certify it."""
+    data = make_ranking(n_queries=1, docs_per_query=(600, 600), n_features=200, random_state=1)
+    res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)
+    assert res.status == "optimal" and res.relative_gap <= 1e-6
+    assert res.certificate.kind != "cutting-plane bound"  # the bound is the dual phases'
+
+
+@compiled
 def test_by_default_the_planes_go_first_and_pair_cd_takes_over_when_they_lag(monkeypatch):
     """``pair_cd=None`` on sparse data with many features: the planes first, at most PAIR_CD_PLANES of them. At a
     large λ they certify alone; at a small one pair_cd takes over once they are above PAIR_CD_GAP after

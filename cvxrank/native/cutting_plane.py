@@ -395,6 +395,20 @@ PAIR_CD_LATEST = 400
 #: the bundle took the peak to 5x).
 PAIR_CD_PLANES = 16
 
+#: After a Newton phase that ended short of the target on a local oracle with the compiled sweeps: the threshold
+#: form's dual (:func:`~cvxrank.native.threshold_dual.threshold_dual`, from bounds of its own), then pair_cd where it
+#: fits (a dense ``X`` too: it makes a CSR copy, which its memory estimate counts), before the planes go on (0: the
+#: planes at once, as before 2026-11-27). On one query of 600 documents with 200 features (make_ranking, 3,238 of
+#: its 120,000 pairs on the margin at λ = 0.5, none below) the Newton phase took 400-1,100 steps at one width, and
+#: the solve ended at 1.7e-3 or at a 20 s limit; with this and :data:`NEWTON_WIDTH_STEPS`, certified in 0.3-0.5 s
+#: (docs/native.md, "Measurements (2026-11-27, 21:00)").
+AFTER_NEWTON = 1
+#: With :data:`AFTER_NEWTON` in force, the Newton phase ends after this many steps at one width
+#: (:func:`~cvxrank.native.newton.smoothed_newton`'s ``width_steps``). Of 150 dense solves measured, those it ends at
+#: the target or float64's floor took at most 228 (the 300-feature data at λ = 0.05); the one-query data above,
+#: 385-1,091 (174 at λ = 5 with one seed).
+NEWTON_WIDTH_STEPS = 300
+
 #: Room left below ``tol`` for the door's rounding allowance: the solver stops at ``(1 - TOL_ROOM) tol``, or at
 #: ``tol - ROUNDING_ROOM`` when that is lower (the allowance was 5e-10 to 7.6e-10 relative on the shapes measured),
 #: never below ``tol / 2``.
@@ -439,20 +453,23 @@ def _with_bound(allowance):
     return lambda w, bound=False: allowance(w)
 
 
-def _pair_cd_fits(oracle) -> bool:
+def _pair_cd_fits(oracle, dense: bool = False) -> bool:
     """Whether :func:`~cvxrank.native.pair_cd.pair_cd` runs here: a local oracle with the papers' margin of 1, a
-    CSR ``X``, the compiled sweeps, fewer than 2^31 documents (int32 indices) and its memory in the budget."""
+    CSR ``X`` (``dense=True``: or a dense one, whose CSR copy pair_cd makes and the memory budget then counts), the
+    compiled sweeps, fewer than 2^31 documents (int32 indices) and its memory in the budget."""
     import scipy.sparse as sp
 
     from cvxrank._memory import fits_memory
     from cvxrank.native.pair_cd import pair_cd_bytes
 
-    if not (isinstance(oracle, PairFreeOracle) and oracle.newton_phase and oracle._compiled and sp.issparse(oracle.X)):
+    if not (isinstance(oracle, PairFreeOracle) and oracle.newton_phase and oracle._compiled
+            and (dense or sp.issparse(oracle.X))):
         return False
     if oracle.n_documents >= np.iinfo(np.int32).max:  # its documents are int32 indices
         return False
     longest = int(np.bincount(oracle._qc).max(initial=0))
-    return fits_memory(pair_cd_bytes(oracle.n_pairs, oracle.n_documents, oracle.X.nnz, oracle.n_features, longest))
+    nnz = oracle.X.nnz if sp.issparse(oracle.X) else int(np.count_nonzero(oracle.X))  # (pair_cd_bytes counts a copy)
+    return fits_memory(pair_cd_bytes(oracle.n_pairs, oracle.n_documents, nnz, oracle.n_features, longest))
 
 
 def _plane_limit(max_planes, keep_points):
@@ -468,27 +485,48 @@ def _plane_limit(max_planes, keep_points):
     return max_planes
 
 
-def _dual_phases(oracle, lam, upper, lower, target, max_calls, deadline, verbose, start, allowance, threshold):
+def _joined(first, second):
+    """Two phases run one after the other as one: the better point and bound, the calls added, the second's rows
+    counted from the first's start."""
+    w1, F1, low1, wl1, calls1, rows1 = first[:6]
+    w2, F2, low2, wl2, calls2, rows2, rounding2 = second
+    rows = list(rows1) + [{**row, "evaluations": calls1 + row["evaluations"]} for row in rows2]
+    w, F = (w2, F2) if w2 is not None and F2 < F1 else (w1, F1)
+    low, w_low, rounding = (low2, wl2, rounding2) if low2 > low1 else (low1, wl1, first[6] if len(first) > 6 else None)
+    return w, F, low, w_low, calls1 + calls2, rows, rounding
+
+
+def _dual_phases(oracle, lam, upper, lower, target, max_calls, deadline, verbose, start, allowance, threshold,
+                 then_pair_cd=True, fresh=False):
     """The threshold form's dual (:func:`~cvxrank.native.threshold_dual.threshold_dual`, when ``threshold`` and it
-    applies), then :func:`~cvxrank.native.pair_cd.pair_cd` from its bounds unless it proved the target: one phase's
-    ``(w_best, F_best, lower, w_lower, calls, rows, lower_rounding)``, the rows' work counted from the first's start
-    and ``w_best`` None when neither beat ``upper``."""
+    applies), then :func:`~cvxrank.native.pair_cd.pair_cd` from its bounds unless it proved the target (or
+    ``then_pair_cd`` is False): one phase's ``(w_best, F_best, lower, w_lower, calls, rows, lower_rounding)``, the
+    rows' work counted from the first's start and ``w_best`` None when neither beat ``upper``. ``fresh``: the threshold
+    phase starts from bounds of its own (``∞``, 0), so that its progress rule reads its own gap, and its result is
+    then taken with ``upper`` and ``lower`` (after a Newton phase whose bounds it would otherwise take many looks to
+    beat, it stalled on data it proves from scratch)."""
     from cvxrank.native.pair_cd import pair_cd
     from cvxrank.native.threshold_dual import boundaries, threshold_dual
 
     structure = boundaries(oracle) if threshold else None
     if structure is None:
+        if not then_pair_cd:
+            return None, upper, lower, None, 0, [], None
         return pair_cd(oracle, lam, upper=upper, lower=lower, target=target, max_calls=max_calls, deadline=deadline,
                        verbose=verbose, start=start, allowance=allowance)
     w_best, F_best, low, w_low, calls, rows, rounding = threshold_dual(
-        oracle, lam, upper=upper, lower=lower, target=target, max_calls=max_calls, deadline=deadline,
-        verbose=verbose, start=start, allowance=allowance, structure=structure)
+        oracle, lam, upper=np.inf if fresh else upper, lower=0.0 if fresh else lower, target=target,
+        max_calls=max_calls, deadline=deadline, verbose=verbose, start=start, allowance=allowance, structure=structure)
     del structure
+    if not F_best < upper:  # (fresh: its own point, kept only where it beats upper)
+        w_best, F_best = None, upper
+    if not low > lower:
+        low, w_low, rounding = lower, None, None
     extra = None
     if allowance is not None and w_best is not None and F_best - low <= target * F_best:
         extra = allowance(w_best) + 2.0 * lam * (rounding or 0.0)
     elapsed = time.perf_counter() - start
-    if (target_proven(F_best, low, target, extra) or max_calls - calls < 3
+    if (not then_pair_cd or target_proven(F_best, low, target, extra) or max_calls - calls < 3
             or (deadline is not None and elapsed >= deadline)):
         return w_best, F_best, low, w_low, calls, rows, rounding
     w2, F2, low2, w_low2, calls2, rows2, rounding2 = pair_cd(
@@ -567,11 +605,22 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                 checked.append(True)
                 return allowance(w_, bound=bound)
 
+            after = (AFTER_NEWTON and threshold is not False and isinstance(oracle, PairFreeOracle)
+                     and oracle.newton_phase and oracle._compiled)
             phase = smoothed_newton(
                 oracle, lam, best_w, upper=best_F, lower=lower, tol=tol, target=target, max_calls=max_iter - calls,
                 deadline=time_limit, verbose=verbose, start=start, hessian_free=n > NEWTON_MAX_FEATURES,
-                allowance=None if allowance is None else seen)
+                allowance=None if allowance is None else seen, width_steps=NEWTON_WIDTH_STEPS if after else None)
             aimed = aimed or bool(checked)
+            up, low = min(best_F, phase[1]), max(lower, phase[2])
+            if (after and up - low > target * up and max_iter - calls - phase[4] >= 3
+                    and not (time_limit is not None and time.perf_counter() - start >= time_limit)):
+                # the Newton phase ended short (a degenerate margin: separable data, more pairs on it than
+                # documents): the threshold form's dual, and pair_cd after it where it fits, from its bounds
+                more = _dual_phases(oracle, lam, up, low, target, max_iter - calls - phase[4], time_limit, verbose,
+                                    start, allowance, True, then_pair_cd=_pair_cd_fits(oracle, dense=True), fresh=True)
+                phase = _joined(phase, more)
+                aimed = True
         if phase is not None:
             w_n, F_n, lower_n, w_l, evals, rows = phase[:6]
             for row in rows:

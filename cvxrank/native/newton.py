@@ -673,7 +673,7 @@ DAMPING_GROWTH = 4.0
 def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, deadline=None, delta=None,
                     budget: int | None = None, shrink: float = 15.0, stall_after: int = 20, max_backtrack: int = 12,
                     verbose: bool = False, start=None, jump: bool = True, hessian_free: bool = False,
-                    allowance=None):
+                    allowance=None, width_steps: int | None = None):
     """Newton steps on ``F_δ`` with decreasing ``δ`` from ``w`` until the certified relative gap is ``≤ target``.
 
     Once a width's smoothed problem is solved, the band's pairs are taken as those on the margin (:func:`_jump`,
@@ -722,6 +722,10 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         :func:`~cvxrank.native.cutting_plane.cutting_plane`): the first time the gap reaches ``target`` it is
         checked, and when gap plus allowance would be above ``tol`` the phase aims at ``tol`` less 1.25 times the
         allowance (:func:`~cvxrank.native.stopping.aim`) and goes on.
+    width_steps : int, optional
+        End the phase after this many Newton steps at one width (default: no such end). The caller passes it when
+        it has another method to go on with (:data:`~cvxrank.native.cutting_plane.NEWTON_WIDTH_STEPS`): on a margin
+        with many more pairs than documents a width can take a thousand steps.
 
     Returns
     -------
@@ -815,6 +819,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         # the margin at the best point, then on those at each jump's point (F there from the same pass)
         at_width = at_width + 1 if delta == width_seen else 0
         width_seen = delta
+        if width_steps is not None and at_width >= width_steps:
+            break  # (the caller has another method for a margin this degenerate)
         if (jump and lean and CRAWL and at_width >= CRAWL and wide_tried != delta and rel <= WIDE_GAP
                 and ev["k"] > JUMP_FEATURES * w.shape[0] and ev["sg"] <= (F_best - lower)):
             wide_tried = delta
