@@ -271,7 +271,9 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         from its bounds when it hands over (at larger λ, where the hard-margin solution is not the optimum, or on
         data that are not separable) or has not proved ``tol``. None: when pair_cd is automatic; True: also with
         ``pair_cd=True`` (with ``pair_cd=None`` it runs only where the automatic rule turns pair_cd on); False:
-        never. It needs every boundary's grade pair to carry a weight (else pair_cd alone).
+        never. It needs every boundary's grade pair to carry a weight (else pair_cd alone). With True, or None and
+        ``pair_cd=None`` (the defaults), the two also follow a Newton phase that ended short of the target, on dense
+        data too (:data:`AFTER_NEWTON`, :data:`NEWTON_WIDTH_STEPS`).
     start : {"auto", "regression", "zero"}, default "auto"
         First point without ``warm_start_w``: ``"regression"``, a least-squares fit of the grades from a few
         products with ``X``, scaled to its best multiple for (9) (:func:`~cvxrank.native.start.regression_start`);
