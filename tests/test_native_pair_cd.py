@@ -479,11 +479,32 @@ def test_after_a_newton_phase_that_ends_short_the_dual_phases_certify():
     """One query of 600 documents with 200 dense features, λ = 0.5: at the optimum 3,238 of its 120,000 pairs sit
     on the margin, none below. The Newton phase took hundreds of steps at one width and the planes after it stood
     still (``optimal_inaccurate`` at 1.7e-3). Ended after NEWTON_WIDTH_STEPS steps at one width, the threshold form's
-    dual from bounds of its own, then pair_cd on a CSR copy of the dense X, certify it."""
+    dual from bounds of its own certifies it (pair_cd would follow where it handed over)."""
     data = make_ranking(n_queries=1, docs_per_query=(600, 600), n_features=200, random_state=1)
     res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)
     assert res.status == "optimal" and res.relative_gap <= 1e-6
     assert res.certificate.kind != "cutting-plane bound"  # the bound is the dual phases'
+
+
+@compiled
+@pytest.mark.parametrize("lam", [0.05, 5.0])
+def test_pair_cd_on_a_dense_x_is_the_csr_run_and_brackets_clarabel(lam):
+    """After a Newton phase that ended short, pair_cd may read a dense X (through a CSR copy): from the same bounds
+    it gives the CSR oracle's run, and its bounds bracket Clarabel's optimum."""
+    from cvxrank.native.pair_cd import pair_cd
+
+    data = _narrow(3)
+    dense = RankingData(data.X.toarray(), y=data.y, qid=data.qid)
+    ref = 2 * lam * _clarabel(data, lam).qp_objective
+    runs = []
+    for d in (data, dense):
+        oracle = PairFreeOracle.from_data(d, cost_table(d, mu="balanced"))
+        upper = oracle(np.zeros(oracle.n_features)).loss  # F(0)
+        runs.append(pair_cd(oracle, lam, upper=upper, lower=0.0, target=1e-9, max_calls=500))
+    (_, F_csr, low_csr, *_), (_, F_dense, low_dense, *_) = runs
+    assert F_dense == pytest.approx(F_csr, rel=1e-12) and low_dense == pytest.approx(low_csr, rel=1e-12)
+    assert low_dense <= ref * (1 + 1e-9) and F_dense >= ref * (1 - 1e-9)
+    assert low_dense > 0.5 * ref  # (it ran: from a lower bound of 0)
 
 
 @compiled

@@ -402,8 +402,8 @@ PAIR_CD_PLANES = 16
 #: fits (a dense ``X`` too: it makes a CSR copy, which its memory estimate counts), before the planes go on (0: the
 #: planes at once, as before 2026-11-27). On one query of 600 documents with 200 features (make_ranking, 3,238 of
 #: its 120,000 pairs on the margin at λ = 0.5, none below) the Newton phase took 400-1,100 steps at one width, and
-#: the solve ended at 1.7e-3 or at a 20 s limit; with this and :data:`NEWTON_WIDTH_STEPS`, certified in 0.3-0.5 s
-#: (docs/native.md, "Measurements (2026-11-27, 21:00)").
+#: the solve ended at 1.7e-3 (λ = 0.5) or at a 20 s limit (λ = 0.05); with this and :data:`NEWTON_WIDTH_STEPS`,
+#: certified (or at float64's floor) in 0.4-1.9 s (docs/native.md, "Measurements (2026-11-27, 21:00)").
 AFTER_NEWTON = 1
 #: With :data:`AFTER_NEWTON` in force, the Newton phase ends after this many steps at one width
 #: (:func:`~cvxrank.native.newton.smoothed_newton`'s ``width_steps``). Of 150 dense solves measured, those it ends at
@@ -471,7 +471,8 @@ def _pair_cd_fits(oracle, dense: bool = False) -> bool:
         return False
     longest = int(np.bincount(oracle._qc).max(initial=0))
     nnz = oracle.X.nnz if sp.issparse(oracle.X) else int(np.count_nonzero(oracle.X))  # (pair_cd_bytes counts a copy)
-    return fits_memory(pair_cd_bytes(oracle.n_pairs, oracle.n_documents, nnz, oracle.n_features, longest))
+    converting = 0 if sp.issparse(oracle.X) else 20 * nnz  # scipy's CSR from a dense array peaks at about 32 B an entry
+    return fits_memory(pair_cd_bytes(oracle.n_pairs, oracle.n_documents, nnz, oracle.n_features, longest) + converting)
 
 
 def _plane_limit(max_planes, keep_points):
@@ -487,12 +488,26 @@ def _plane_limit(max_planes, keep_points):
     return max_planes
 
 
+def _after_newton_fits(oracle) -> bool:
+    """Whether the dual phases can follow a Newton phase here (:data:`AFTER_NEWTON`): a local oracle with the papers'
+    margin of 1 and the compiled sweeps, and the threshold form's boundaries or pair_cd's memory."""
+    from cvxrank.native.threshold_dual import boundaries
+
+    if not (isinstance(oracle, PairFreeOracle) and oracle.newton_phase and oracle._compiled):
+        return False
+    return _pair_cd_fits(oracle, dense=True) or boundaries(oracle) is not None
+
+
 def _joined(first, second):
     """Two phases run one after the other as one: the better point and bound, the calls added, the second's rows
-    counted from the first's start."""
+    counted from the first's start and read against the first's end (its best ``F`` and bound so far)."""
     w1, F1, low1, wl1, calls1, rows1 = first[:6]
     w2, F2, low2, wl2, calls2, rows2, rounding2 = second
-    rows = list(rows1) + [{**row, "evaluations": calls1 + row["evaluations"]} for row in rows2]
+    rows = list(rows1)
+    for row in rows2:
+        F_row, low_row = min(row["objective"], F1), max(row["dual_objective"], low1)
+        rows.append({**row, "evaluations": calls1 + row["evaluations"], "objective": F_row, "dual_objective": low_row,
+                     "relative_gap": (F_row - low_row) / F_row if F_row > 0 else 0.0})
     w, F = (w2, F2) if w2 is not None and F2 < F1 else (w1, F1)
     low, w_low, rounding = (low2, wl2, rounding2) if low2 > low1 else (low1, wl1, first[6] if len(first) > 6 else None)
     return w, F, low, w_low, calls1 + calls2, rows, rounding
@@ -503,7 +518,8 @@ def _dual_phases(oracle, lam, upper, lower, target, max_calls, deadline, verbose
     """The threshold form's dual (:func:`~cvxrank.native.threshold_dual.threshold_dual`, when ``threshold`` and it
     applies), then :func:`~cvxrank.native.pair_cd.pair_cd` from its bounds unless it proved the target (or
     ``then_pair_cd`` is False): one phase's ``(w_best, F_best, lower, w_lower, calls, rows, lower_rounding)``, the
-    rows' work counted from the first's start and ``w_best`` None when neither beat ``upper``. ``fresh``: the threshold
+    rows' work counted from the first's start and ``w_best`` None when neither beat ``upper`` (pair_cd alone: its
+    ``w_best`` and ``F_best``, which is ``upper`` when it found nothing better). ``fresh``: the threshold
     phase starts from bounds of its own (``∞``, 0), so that its progress rule reads its own gap, and its result is
     then taken with ``upper`` and ``lower`` (after a Newton phase whose bounds it would otherwise take many looks to
     beat, it stalled on data it proves from scratch)."""
@@ -607,8 +623,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                 checked.append(True)
                 return allowance(w_, bound=bound)
 
-            after = (AFTER_NEWTON and threshold is not False and isinstance(oracle, PairFreeOracle)
-                     and oracle.newton_phase and oracle._compiled)
+            after = bool(AFTER_NEWTON and threshold is not False and _after_newton_fits(oracle))
             phase = smoothed_newton(
                 oracle, lam, best_w, upper=best_F, lower=lower, tol=tol, target=target, max_calls=max_iter - calls,
                 deadline=time_limit, verbose=verbose, start=start, hessian_free=n > NEWTON_MAX_FEATURES,
@@ -617,12 +632,13 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
             up, low = min(best_F, phase[1]), max(lower, phase[2])
             if (after and up - low > target * up and max_iter - calls - phase[4] >= 3
                     and not (time_limit is not None and time.perf_counter() - start >= time_limit)):
-                # the Newton phase ended short (a degenerate margin: separable data, more pairs on it than
-                # documents): the threshold form's dual, and pair_cd after it where it fits, from its bounds
+                # the Newton phase ended short (its limit of steps at one width on a degenerate margin, a stall, a
+                # failed line search): the threshold form's dual, and pair_cd after it where it fits
                 more = _dual_phases(oracle, lam, up, low, target, max_iter - calls - phase[4], time_limit, verbose,
                                     start, allowance, True, then_pair_cd=_pair_cd_fits(oracle, dense=True), fresh=True)
                 phase = _joined(phase, more)
-                aimed = True
+                # (the phases checked the allowance only where both the point and the bound are theirs)
+                aimed = aimed or (more[0] is not None and more[6] is not None)
         if phase is not None:
             w_n, F_n, lower_n, w_l, evals, rows = phase[:6]
             for row in rows:

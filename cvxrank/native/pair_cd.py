@@ -83,7 +83,8 @@ def pair_cd_bytes(n_pairs: int, n_documents: int, nnz: int, n_features: int = 0,
     ``longest`` query has more than :data:`LOCAL_MAX` documents), whether its rows meet (2 bits: 1/4) and a finish's
     bit (1/8); the forming of the pairs, :data:`CHUNK` at a time (40 bytes each); per document its position, cells
     and sums (80); per feature the point, the finish's vectors and the pass's scratch vector (56); a copy of ``X``
-    when it is float32 or has repeated or unsorted indices in a row (12 per stored entry)."""
+    when it is float32, dense, or has repeated or unsorted indices in a row (12 per stored entry; a dense ``X``'s
+    conversion peaks higher, which the caller adds)."""
     per_pair = 16 if longest > LOCAL_MAX else 12
     return int(per_pair * n_pairs + n_pairs // 4 + 1 + n_pairs // 8 + 40 * min(n_pairs, CHUNK) + 80 * n_documents
                + 56 * n_features + 12 * nnz)
@@ -201,7 +202,8 @@ def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verb
     Parameters
     ----------
     oracle : PairFreeOracle
-        With a CSR ``X`` and the compiled sweeps.
+        With the compiled sweeps and a CSR ``X``, or a dense one, of which the passes read a CSR copy (after a
+        Newton phase that ended short: :data:`cvxrank.native.cutting_plane.AFTER_NEWTON`).
     lam : float
     upper, lower : float
         Best ``F`` and lower bound so far.
