@@ -495,7 +495,7 @@ def _after_newton_fits(oracle) -> bool:
 
     if not (isinstance(oracle, PairFreeOracle) and oracle.newton_phase and oracle._compiled):
         return False
-    return _pair_cd_fits(oracle, dense=True) or boundaries(oracle) is not None
+    return boundaries(oracle) is not None or _pair_cd_fits(oracle, dense=True)  # (the cheaper test first)
 
 
 def _joined(first, second):
