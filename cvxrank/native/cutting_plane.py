@@ -405,10 +405,13 @@ PAIR_CD_PLANES = 16
 #: the solve ended at 1.7e-3 (λ = 0.5) or at a 20 s limit (λ = 0.05); with this and :data:`NEWTON_WIDTH_STEPS`,
 #: certified (or at float64's floor) in 0.4-1.9 s (docs/native.md, "Measurements (2026-11-27, 21:00)").
 AFTER_NEWTON = 1
-#: With :data:`AFTER_NEWTON` in force, the Newton phase ends after this many steps at one width
-#: (:func:`~cvxrank.native.newton.smoothed_newton`'s ``width_steps``). Of 150 dense solves measured, those it ends at
-#: the target or float64's floor took at most 228 (the 300-feature data at λ = 0.05); the one-query data above,
-#: 385-1,091 (174 at λ = 5 with one seed).
+#: With :data:`AFTER_NEWTON` in force, the Newton phase ends after this many steps at one width while its band holds
+#: more pairs than there are documents (:func:`~cvxrank.native.newton.smoothed_newton`'s ``width_steps``). Of 150
+#: dense solves measured, those it ends at the target or float64's floor took at most 228 (the 300-feature data at
+#: λ = 0.05); the one-query data above, 385-1,091 (174 at λ = 5 with one seed). Without the band's condition, one
+#: query of 1,000 documents with 100 features (not separable; about 670 band pairs) was cut at λ = 0.05 after 300
+#: steps of a first width that needed more, and the dual phases after it did not converge: 1.8e-2 at the 3,000-call
+#: limit, where the Newton phase alone reaches float64's floor in 901 calls.
 NEWTON_WIDTH_STEPS = 300
 
 #: Room left below ``tol`` for the door's rounding allowance: the solver stops at ``(1 - TOL_ROOM) tol``, or at

@@ -723,9 +723,10 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         checked, and when gap plus allowance would be above ``tol`` the phase aims at ``tol`` less 1.25 times the
         allowance (:func:`~cvxrank.native.stopping.aim`) and goes on.
     width_steps : int, optional
-        End the phase after this many Newton steps at one width (default: no such end). The caller passes it when
-        it has another method to go on with (:data:`~cvxrank.native.cutting_plane.NEWTON_WIDTH_STEPS`): on a margin
-        with many more pairs than documents a width can take a thousand steps.
+        End the phase after this many Newton steps at one width while the band holds more pairs than there are
+        documents (default: no such end). The caller passes it when it has another method to go on with
+        (:data:`~cvxrank.native.cutting_plane.NEWTON_WIDTH_STEPS`): on a margin with many more pairs than documents
+        (separable data, tied documents) a width can take a thousand steps.
 
     Returns
     -------
@@ -819,8 +820,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         # the margin at the best point, then on those at each jump's point (F there from the same pass)
         at_width = at_width + 1 if delta == width_seen else 0
         width_seen = delta
-        if width_steps is not None and at_width >= width_steps:
-            break  # (the caller has another method for a margin this degenerate)
+        if width_steps is not None and at_width >= width_steps and ev["k"] > oracle.n_documents:
+            break  # (more pairs near the margin than documents: the caller has another method for such a margin)
         if (jump and lean and CRAWL and at_width >= CRAWL and wide_tried != delta and rel <= WIDE_GAP
                 and ev["k"] > JUMP_FEATURES * w.shape[0] and ev["sg"] <= (F_best - lower)):
             wide_tried = delta
