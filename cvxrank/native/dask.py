@@ -395,9 +395,10 @@ class DaskOracle:
 
         With ``budget``, ``δ`` is first halved until the band holds at most ``budget`` pairs of positions over
         all shards (``fit``: counted for eight widths a round, as the compiled local search), then re-checked on
-        the evaluation's own band against ``budget`` (``fit=False``: :data:`~cvxrank.native.newton.BUDGET_AFTER_SHRINK`
-        times it, at most :data:`~cvxrank.native.newton.BAND_BUDGET`), as :func:`cvxrank.native.newton._point` does locally. ``parts["band"]`` is a handle on the band,
-        whose rows stay on the workers.
+        the evaluation's own band against ``budget`` (``fit=False``:
+        :data:`~cvxrank.native.newton.BUDGET_AFTER_SHRINK` times it, at most :data:`~cvxrank.native.newton.BAND_BUDGET`),
+        as :func:`cvxrank.native.newton._point` does locally. ``parts["band"]`` is a handle on the band, whose rows
+        stay on the workers.
         """
         from cvxrank.native.newton import BAND_BUDGET, BUDGET_AFTER_SHRINK
 
