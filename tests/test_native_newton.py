@@ -237,6 +237,17 @@ def test_first_width_outside_the_range_is_refused(delta):
                         max_calls=10, delta=delta)
 
 
+
+@pytest.mark.parametrize("steps", [0, -3, 2.5, True, "300"])
+def test_steps_at_one_width_must_be_a_positive_integer(steps):
+    from cvxrank.native.newton import smoothed_newton
+
+    inst = TiedInstance(1, lam=0.1)
+    oracle = PairFreeOracle.from_data(inst.data, cost_table(inst.data, inst.tau, inst.mu))
+    with pytest.raises(ValidationError, match="width_steps must be a positive integer"):
+        smoothed_newton(oracle, inst.lam, np.zeros(oracle.n_features), upper=1.0, lower=0.0, tol=1e-6, target=1e-6,
+                        max_calls=10, width_steps=steps)
+
 def test_band_budget_scales_with_documents_per_feature(monkeypatch):
     """``10 m / n`` pairs of positions, at least ``40 n``, at most BAND_BUDGET and at most ``m``; the Newton phase's
     default."""

@@ -55,6 +55,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from cvxrank._validation import check_max_iter
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.band import band_pairs
 from cvxrank.native.band_operator import BandOperator, band_sums
@@ -723,7 +724,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         checked, and when gap plus allowance would be above ``tol`` the phase aims at ``tol`` less 1.25 times the
         allowance (:func:`~cvxrank.native.stopping.aim`) and goes on.
     width_steps : int, optional
-        End the phase after this many Newton steps at one width while the band holds more pairs than there are
+        A positive integer: end the phase after this many Newton steps at one width while the band holds more pairs than there are
         documents (default: no such end). The caller passes it when it has another method to go on with
         (:data:`~cvxrank.native.cutting_plane.NEWTON_WIDTH_STEPS`): on a margin with many more pairs than documents
         (separable data, tied documents) a width can take a thousand steps.
@@ -747,6 +748,8 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     delta = float(min(0.5, max(np.sqrt(rel), 1e-8))) if delta is None else float(delta)
     if not 0.0 < delta <= 0.5:  # s / (1 - δ) must stay finite and above s
         raise ValidationError(f"delta must be in (0, 1/2], got {delta!r}")
+    if width_steps is not None:
+        width_steps = check_max_iter(width_steps, "width_steps")
     rows, calls = [], 0
 
     gram = None  # the last formed Hessian's Gram matrix, updated pair by pair (local dense rows only)
