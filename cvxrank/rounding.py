@@ -31,6 +31,8 @@ absolute term), so a problem whose numbers underflow still gets a gap that is no
   gradients are sums over all pairs: bounded by the magnitudes of every pair's term.
 * :func:`pair_dual_rounding`: the dual value (18) at an explicit ``α`` over enumerated pairs, summed per
   document (the pair-free coordinate descent of :mod:`cvxrank.native.pair_cd`).
+* :func:`band_dual_rounding`: the same value where ``α = c`` on the pairs summed pair-free and the band's pairs are
+  held one by one (the lower bounds of the Newton phase, :mod:`cvxrank.native.newton`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from cvxrank._float64 import abs_matvec, abs_rmatvec, matvec
 from cvxrank.pairs import count_pairs
 from cvxrank.problem import RankingProblem
 
-__all__ = ["U", "dual_rounding", "gamma", "model_rounding", "pair_dual_rounding", "primal_rounding"]
+__all__ = ["U", "band_dual_rounding", "dual_rounding", "gamma", "model_rounding", "pair_dual_rounding",
+           "primal_rounding"]
 
 #: The unit roundoff of float64, ``2⁻⁵³``.
 U = float(np.finfo(np.float64).eps) / 2
@@ -123,8 +126,15 @@ def abs_scores(problem: RankingProblem, w) -> np.ndarray:
     return t
 
 
-def primal_rounding(problem: RankingProblem, w, t=None) -> float:
+def primal_rounding(problem: RankingProblem, w, t=None, live=None) -> float:
     """A bound on ``|M̃(w) − M(w)|``, the float64 rounding of the QP objective (14) (or the variant's) at ``w``.
+
+    Pair-free (no pairs formed), the loss is summed per document as ``W + Σ_d v_d (s_d − s_{q0})`` (the pair-free
+    oracle's sums; ``s_{q0}`` the lowest score of ``d``'s query, a shift that keeps the terms small where the
+    scores share a large offset): a document's weight ``W_d`` (of its pairs) is charged its score's error and, for
+    the sums, ``reach`` plus its shifted score, ``s_d − min_q s`` here plus four times the largest score error
+    (both computations' scores are within it; ``t_d`` alone would miss the shift's size where a query's
+    lowest-scored document has a much larger ``|x| |w|`` than the others).
 
     Parameters
     ----------
@@ -132,6 +142,12 @@ def primal_rounding(problem: RankingProblem, w, t=None) -> float:
     w : ndarray of shape (n_features,)
     t : ndarray of shape (n_documents,), optional
         ``|X| |w|``, when already computed.
+    live : callable, optional
+        Pair-free with margins 1 only: ``E ↦`` per document, at least the weight (scale of (14)) of its pairs whose
+        computed margin is below ``1 + E``. ``E`` bounds every pair's margin error, so the other pairs have a hinge
+        of exactly 0, computed and exact, and only these are charged (the pair-free oracle's
+        :meth:`~cvxrank.native.oracle.PairFreeOracle.live_weights`); near a hard-margin optimum they are a small
+        part of all pairs.
 
     Returns
     -------
@@ -164,10 +180,17 @@ def primal_rounding(problem: RankingProblem, w, t=None) -> float:
     # Pair-free: every pair at once, each with its query's largest weight; a score sums the row's non-zero terms.
     W, reach = _document_weights(problem)
     e = _gammas(_row_terms(problem.data.X) + SLACK) * (t + reach)
+    if live is not None and variant.margin is None:  # only the pairs whose hinge may not be 0
+        W = np.minimum(W, np.asarray(live(2.0 * float(e.max(initial=0.0))), dtype=np.float64))
     per_doc = (2.0 * reach + 2.0 * t.max(initial=0.0) + 1.0) if squared else 1.0
     bound = float(np.sum(W * (e * per_doc + 4.0 * U * (reach + t) * per_doc)))
-    # The solver's own sums over a query's sorted documents and across queries.
-    bound += gamma(m + m_max + SLACK) * float(np.sum(W * (reach + t) * per_doc))
+    # The solver's own sums over a query's sorted documents and across queries, shifted by its lowest score.
+    q = problem.data.query_index
+    scores = matvec(problem.data.X, w)
+    low = np.full(problem.data.n_queries, np.inf)
+    np.minimum.at(low, q, scores)
+    shifted = (scores - low[q]) + 4.0 * float(e.max(initial=0.0))
+    bound += gamma(m + m_max + SLACK) * float(np.sum(W * (reach + shifted) * per_doc))
     return total + bound + _absolute(problem)
 
 
@@ -320,3 +343,44 @@ def pair_dual_rounding(X, V, degree: int, alpha, u, lam: float) -> float:
     r9 = (gamma(P + SLACK) * total + ((2.0 * uu + delta) * delta + gamma(n + SLACK) * uu * uu) / (4.0 * lam)
           + 8.0 * (P + m * (n + 1)) * TINY)
     return r9 / (2.0 * lam)
+
+
+def band_dual_rounding(X, V, grades: int, band: int, total: float, u, lam: float) -> float:
+    """A bound on ``|D̃ − D|`` for a lower bound of the Newton phase (:mod:`cvxrank.native.newton`): the dual value
+    of (9), ``D = Σ_i α_i − ‖u‖² / (4λ)``, ``u = Σ_i α_i d_i``, at ``α_i = c_i`` on a set ``V`` of pairs summed
+    pair-free and ``α_i ∈ [0, c_i]`` on at most ``band`` pairs held one by one (0 elsewhere).
+
+    It is computed as ``W_V + Σ_B α_i − ‖ũ‖² / (4λ)`` with ``ũ = −Xᵀ ṽ + Σ_B α_i d̃_i``, where the oracle's sweep
+    gives, per document, the weights of its pairs of ``V`` on each side (at most ``grades`` products each) and
+    ``ṽ_d`` as their difference, and a band row ``d̃_i`` is ``x_better − x_worse`` with at most six roundings (the
+    difference, a scaling by ``sqrt(c_i / δ)`` and back, the product with ``α_i``). A pair moved from the band to
+    ``V`` enters ``ṽ`` by per-document sums of at most ``band`` weights. So with ``V_d = Σ_{i ∋ d} α_i`` every
+    ``ũ_j`` is off by at most ``γ_{m + 2G + k + 10} (|X|ᵀ V)_j``, and ``W_V + Σ_B α`` (``m`` per-document sums of
+    ``2G`` terms, ``k`` moved weights, ``k`` band terms) by ``γ_{m + 2G + 2k + 4} Σ α``: the terms of
+    :func:`pair_dual_rounding` with ``degree = 2G + k + 10`` and, for the sums and the operations that may underflow
+    (``(m + k) n`` products), ``m + 2G + k (n + 2) + 4`` terms.
+
+    Parameters
+    ----------
+    X : array or sparse matrix of shape (m, n)
+        The features the sums ran on (the oracle's).
+    V : ndarray of shape (m,)
+        ``V_d``: the weight ``c_i`` of every pair of ``V`` with document ``d`` plus ``α_i`` of its band pairs.
+    grades : int
+        ``G``, the most grades of the sweep's weight table.
+    band : int
+        ``k``: at least the pairs held one by one and those moved from them to ``V``.
+    total : float
+        The computed ``W_V + Σ_B α_i``.
+    u : ndarray of shape (n,)
+        The computed ``ũ``.
+    lam : float
+
+    Returns
+    -------
+    float
+        On the scale of (14) (the bound on (9) divided by ``2λ``).
+    """
+    n = X.shape[1]
+    G, k = int(grades), int(band)
+    return pair_dual_rounding(X, V, 2 * G + k + 10, (float(total), X.shape[0] + 2 * G + k * (n + 2) + 4), u, lam)

@@ -55,7 +55,9 @@ class Certificate:
         What the proof is: ``"duality gap"`` (a feasible point ``α`` of the dual (18)-(19)),
         ``"cutting-plane bound"`` (the dual of the native solver's plane model, a lower bound on
         ``L(w*)``), ``"pairwise dual bound"`` (the dual (18) at the pair-free coordinate descent's ``α``, not
-        stored), ``"duality gap (variant's dual)"``, ... ; ``"none"`` when nothing was proved.
+        stored), ``"band dual bound"`` (the dual (18) at the Newton phase's ``α``: the weights beyond its band,
+        its band's own values, not stored), ``"duality gap (variant's dual)"``, ... ; ``"none"`` when nothing
+        was proved.
     gap_L, gap_M : float
         Upper bounds on ``L(w) − L(w*)`` and ``M(w) − M(w*)`` in exact arithmetic; ``gap_L = 2λ gap_M``.
         Each carries the float64 rounding allowance of the two sums it is the difference of

@@ -380,7 +380,7 @@ def test_margin_set_is_the_explicit_pairs_near_the_margin(limit, below, zero_tau
     m, c_all = inst.pairs.margins(w), inst.weights
     eps = 0.3
     assert np.min(np.abs(m - (1 - eps))) > 1e-9 and np.min(np.abs(m - (1 + eps))) > 1e-9
-    F, (D, c, g_V, W_V), inside, under = _margin_set(oracle, inst.lam, w, eps, limit, below=below)
+    F, (D, c, g_V, W_V, pairs), inside, under = _margin_set(oracle, inst.lam, w, eps, limit, below=below)
     assert F == pytest.approx(hinge_objective(inst.pairs, w, inst.weights, inst.lam), rel=1e-12)
     edge = 1e-12 if below else 1 - eps  # V: margin below it
     assert (m > 0).any() and (m <= 0).any() and np.min(np.abs(m)) > 1e-9
@@ -397,9 +397,16 @@ def test_margin_set_is_the_explicit_pairs_near_the_margin(limit, below, zero_tau
     X = inst.data.X.toarray() if sp.issparse(inst.data.X) else inst.data.X
     d = X[inst.pairs.better] - X[inst.pairs.worse]
     np.testing.assert_allclose(g_V, d[V].T @ c_all[V], rtol=1e-10, atol=1e-10)
-    w_j, L_j, u_j = _band_dual(inst.lam, D, c, g_V, W_V)
+    # the weight of each document's pairs in V (what the bound's rounding allowance reads), and the kept pairs
+    mag, ib, iw, k = pairs
+    n_doc = inst.data.n_documents
+    expected = (np.bincount(inst.pairs.better[V], c_all[V], n_doc) + np.bincount(inst.pairs.worse[V], c_all[V], n_doc))
+    np.testing.assert_allclose(mag, expected, rtol=1e-12, atol=1e-12)
+    assert sorted(zip(ib, iw)) == sorted(zip(inst.pairs.better[kept], inst.pairs.worse[kept])) and k == inside
+    w_j, L_j, u_j, record = _band_dual(inst.lam, D, c, g_V, W_V, pairs)
     assert L_j <= F_ref * (1 + 1e-12)
     assert w_j == pytest.approx(u_j / (2 * inst.lam))
+    assert record[:4] == pairs and record[5] == pytest.approx(W_V + record[4].sum(), rel=1e-15)
 
 
 def test_gram_cache_follows_the_band_pair_by_pair():
@@ -741,11 +748,14 @@ def test_a_one_argument_allowance_still_works():
 
 
 def test_the_certificate_reuses_the_allowance_the_run_computed_at_its_point(monkeypatch):
-    """The run computed the rounding allowance at its final point (its end checked against it); the door takes
-    those numbers instead of computing them again, and certifies exactly what it would have from scratch."""
+    """The run computed the rounding allowance at its final point (its end checked against it): the primal part
+    charged only the pairs its oracle listed as possibly live, the bound's part the Newton phase's pairwise dual.
+    The door takes those numbers instead of computing them again; from scratch it charges every pair and its
+    gap is never smaller; with the run's numbers the door certifies the same gap again."""
     import dataclasses
     import importlib
 
+    from cvxrank import rounding
     from cvxrank.solution import certify_solution
 
     module = importlib.import_module("cvxrank.native.cutting_plane")  # (the package exports a function of that name)
@@ -762,7 +772,72 @@ def test_the_certificate_reuses_the_allowance_the_run_computed_at_its_point(monk
     res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)
     problem, w, report, tol = seen[-1]
     assert report.primal_rounding is not None and report.bound_rounding is not None
-    assert res.certificate.kind == "cutting-plane bound"
+    assert res.certificate.kind == "band dual bound"
+    assert 0 < report.primal_rounding <= rounding.primal_rounding(problem, w)
+    assert 0 < report.bound_rounding < rounding.model_rounding(problem, w)
     fresh = certify_solution(problem, w, dataclasses.replace(report, primal_rounding=None, bound_rounding=None),
                              tol)[3]
-    assert fresh.gap_L == res.certificate.gap_L and fresh.relative_gap == res.certificate.relative_gap
+    assert fresh.gap_L > res.certificate.gap_L
+    again = certify_solution(problem, w, report, tol)[3]
+    assert again.gap_L == res.certificate.gap_L and again.relative_gap == res.certificate.relative_gap
+
+
+def _exact_pair_dual(X, better, worse, alpha, lam):
+    """``Σα − ‖Σ α_i d_i‖² / (4λ)`` in exact rational arithmetic on the float64 values."""
+    from fractions import Fraction
+
+    Xf = [[Fraction(float(v)) for v in row] for row in X]
+    u = [Fraction(0)] * len(Xf[0])
+    for b, w, a in zip(better, worse, alpha):
+        fa = Fraction(float(a))
+        for j in range(len(u)):
+            u[j] += fa * (Xf[b][j] - Xf[w][j])
+    return sum(Fraction(float(a)) for a in alpha) - sum(x * x for x in u) / (4 * Fraction(float(lam)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_newton_bounds_rounding_holds_against_exact_arithmetic(seed):
+    """A Newton evaluation's lower bound (``α = c`` on the pairs below ``1 - δ``, the smoothed ``α`` on the band)
+    and its jump's (the box QP's ``ν`` on the band), as computed, against exact rational arithmetic at the same
+    ``α``, on features spanning 1e-4..1e4: within their allowance (``band_dual_rounding``), which is below the
+    planes' (``model_rounding``) that the certificate charged these bounds before."""
+    from fractions import Fraction
+
+    from cvxrank import rounding
+    from cvxrank.native.newton import _dual_rounding, _jump, _point
+
+    rng = np.random.default_rng(seed)
+    m, n, lam, delta = 30, 6, 0.05, 0.3
+    X = rng.standard_normal((m, n)) * 10.0 ** rng.integers(-4, 5, (m, n))
+    data = RankingData(X, y=rng.integers(0, 3, m), qid=np.arange(m) // 10)
+    problem = RankingProblem(data, mu="balanced", lam=lam)
+    pairs = make_pairs(data)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    G = oracle._G
+    c_all = oracle._flat[(oracle._qc[pairs.better] * G + oracle._gc[pairs.better]) * G + oracle._gc[pairs.worse]]
+    np.testing.assert_allclose(c_all, pair_weights(pairs, mu="balanced"), rtol=1e-12)
+    w = rng.standard_normal(n) / np.abs(X).max(axis=0)
+    w *= 2.0 / np.std(pairs.margins(w))
+    ev = _point(oracle, lam, w, delta)
+    assert 0 < ev["k"] < pairs.n_pairs
+    s = oracle.scores(w) / (1.0 - delta)  # the sweep's V: computed margin below 1 at the scaled scores
+    V = s[pairs.better] - s[pairs.worse] < 1.0
+    mag = ev["record"][0]
+    np.testing.assert_allclose(mag, np.bincount(pairs.better[V], c_all[V], m) + np.bincount(pairs.worse[V], c_all[V], m),
+                               rtol=1e-12)
+    found = _jump(lam, ev)
+    assert found is not None
+    checked = 0
+    for L, record in ((ev["L"][0], ev["record"]), (found[1], found[3])):
+        band_alpha = record[4]
+        better = np.concatenate((pairs.better[V], record[1]))
+        worse = np.concatenate((pairs.worse[V], record[2]))
+        exact = _exact_pair_dual(X, better, worse, np.concatenate((c_all[V], band_alpha)), lam)
+        allowance = 2 * lam * _dual_rounding(oracle, lam, record)
+        assert abs(Fraction(L) - exact) <= Fraction(allowance)
+        u, total = record[6], record[5]
+        assert allowance <= 1e-9 * (total + float(u @ u) / (4 * lam))  # not vacuous: the terms' own size
+        # the planes' allowance at the bound's primal point charges every pair's weight
+        assert allowance < 2 * lam * rounding.model_rounding(problem, u / (2 * lam))
+        checked += 1
+    assert checked == 2

@@ -133,8 +133,13 @@ class CuttingPlaneRun:
         each) when read, so a run imports pandas only if its history is looked at.
     lower_rounding : float or None
         The rounding allowance of ``lower_bound`` on the scale of (14) when the phase that found it bounded it
-        (:func:`~cvxrank.native.pair_cd.pair_cd`: an explicit dual point); None for the planes' and the Newton
-        phase's bounds (:func:`cvxrank.rounding.model_rounding` applies).
+        (:func:`~cvxrank.native.pair_cd.pair_cd` and the threshold form's flows: an explicit dual point,
+        :func:`cvxrank.rounding.pair_dual_rounding`; the local Newton phase: ``α = c`` beyond its band and its
+        band's ``α``, :func:`cvxrank.rounding.band_dual_rounding`); None for the planes' bounds and a Newton phase
+        summed in chunks or over shards (:func:`cvxrank.rounding.model_rounding` applies).
+    lower_name : str
+        What found ``lower_bound``, as the certificate names it: ``"cutting-plane bound"`` (with
+        ``lower_rounding`` None), ``"band dual bound"`` (the Newton phase) or ``"pairwise dual bound"``.
     """
 
     w: np.ndarray
@@ -151,6 +156,7 @@ class CuttingPlaneRun:
     history_rows: list = field(repr=False)
     lower_rounding: float | None = None
     start: StartPoint | None = None
+    lower_name: str = "cutting-plane bound"
 
     @property
     def history(self):
@@ -572,7 +578,8 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
     bundle = Bundle(n, lam, keep_points=keep_points, max_planes=max_planes, capacity=4 if first else 64)
     best_F, best_w = np.inf, w
     lower, lower_beta, lower_u, lower_points = 0.0, np.array([1.0]), np.zeros(n), None
-    lower_rounding = None  # the bound's own rounding allowance, when a phase computed one (pair_cd)
+    lower_rounding = None  # the bound's own rounding allowance, when a phase computed one (pair_cd, Newton)
+    lower_name = "cutting-plane bound"  # and what found the bound (CuttingPlaneRun.lower_name)
     history = []
     status, it = "user_limit", 0
     stall_gap, stall_count = np.inf, 0
@@ -593,6 +600,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         if D > lower:
             T = bundle.size
             lower, lower_beta, lower_u, w_lower, lower_rounding = D, bundle.beta[:T].copy(), u, None, None
+            lower_name = "cutting-plane bound"
             lower_points = bundle.points[:T].copy() if keep_points else None
         gap = best_F - lower
         rel = gap / best_F
@@ -601,7 +609,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                         "planes": bundle.size - 1, "rho": rho, "oracle_calls": calls, "time": elapsed})
         # Hessian-free (many features): only from newton_gap on; from the planes' first null step (relative gap
         # near 1 on the sparse 20,000-feature instance) its damped steps made little progress
-        phase = None
+        phase, phase_name = None, "pairwise dual bound"  # (the Newton phase's own: "band dual bound")
         # the pairs' dual from the first plane on (sparse data, many features), or once the planes lag: above
         # PAIR_CD_GAP after pair_cd_after calls (PAIR_CD_EARLY_GAP after PAIR_CD_EARLY), or short of the target
         # after PAIR_CD_LATEST
@@ -632,6 +640,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                 deadline=time_limit, verbose=verbose, start=start, hessian_free=n > NEWTON_MAX_FEATURES,
                 allowance=None if allowance is None else seen, width_steps=NEWTON_WIDTH_STEPS if after else None)
             aimed = aimed or bool(checked)
+            phase_name = "band dual bound"
             up, low = min(best_F, phase[1]), max(lower, phase[2])
             if (after and up - low > target * up and max_iter - calls - phase[4] >= 3
                     and not (time_limit is not None and time.perf_counter() - start >= time_limit)):
@@ -639,6 +648,8 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                 # failed line search): the threshold form's dual, and pair_cd after it where it fits
                 more = _dual_phases(oracle, lam, up, low, target, max_iter - calls - phase[4], time_limit, verbose,
                                     start, allowance, True, then_pair_cd=_pair_cd_fits(oracle, dense=True), fresh=True)
+                if more[2] > phase[2]:  # (_joined takes the dual phases' bound)
+                    phase_name = "pairwise dual bound"
                 phase = _joined(phase, more)
                 # (the phases checked the allowance only where both the point and the bound are theirs)
                 aimed = aimed or (more[0] is not None and more[6] is not None)
@@ -656,6 +667,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
             if lower_n > lower:
                 lower, w_lower = lower_n, w_l
                 lower_rounding = phase[6] if len(phase) > 6 else None
+                lower_name = "cutting-plane bound" if lower_rounding is None else phase_name
             gap = best_F - lower
             rel = gap / best_F
             elapsed = time.perf_counter() - start
@@ -689,7 +701,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         w=np.array(best_w, dtype=np.float64), objective=float(best_F), lower_bound=float(lower), status=status,
         iterations=it, oracle_calls=calls, solve_time=time.perf_counter() - start, floor=floor,
         w_model=-lower_u / (2.0 * lam) if w_lower is None else w_lower, beta=lower_beta, points=lower_points, history_rows=history,
-        lower_rounding=lower_rounding,
+        lower_rounding=lower_rounding, lower_name=lower_name,
     )
 
 
@@ -814,10 +826,14 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     checked = {}  # the last allowance computed: its point and parts (the certificate reuses them at that point)
 
     def allowance(w, bound=False):  # what the certificate will add for the objective at w (cvxrank.rounding), and
-        # with bound for the planes' or Newton's own lower bound (its model_rounding), on the scale of (9)
+        # with bound for the planes' own lower bound (its model_rounding), on the scale of (9)
         x = w if fmap is None else fmap.to_full(w)
         t = abs_scores(problem, x)
-        primal, model = primal_rounding(problem, x, t), (model_rounding(problem, x, t) if bound else None)
+        live = None  # the local oracle lists the pairs whose hinge may not be 0 at w (one sweep)
+        if isinstance(oracle, PairFreeOracle) and variant.margin is None:
+            def live(slack):
+                return oracle.live_weights(w, slack) / (2.0 * problem.lam)
+        primal, model = primal_rounding(problem, x, t, live), (model_rounding(problem, x, t) if bound else None)
         checked.update(x=np.array(x, dtype=np.float64), primal=primal, model=model)
         return 2.0 * problem.lam * (primal + (model or 0.0))
 
@@ -850,7 +866,7 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
             alphas=tuple(alphas), lower_bound=run.lower_bound, objective_L=run.objective,
             bound_rounding=run.lower_rounding if run.lower_rounding is not None or not reuse else checked["model"],
             primal_rounding=checked["primal"] if reuse else None,
-            bound_name="cutting-plane bound" if run.lower_rounding is None else "pairwise dual bound",
+            bound_name=run.lower_name,
             dual_residual=float(resid), iterations=run.iterations, setup_time=setup, solve_time=run.solve_time,
             extras={"oracle_calls": run.oracle_calls, "pairfree_relative_gap": run.relative_gap,
                     "certifiable_gap": run.floor, "solver_status": run.status, "n_pairs": oracle.n_pairs,

@@ -61,6 +61,7 @@ from cvxrank.native.band import band_pairs
 from cvxrank.native.band_operator import BandOperator, band_sums
 from cvxrank.native.box_qp import box_qp
 from cvxrank.native.stopping import aim
+from cvxrank.rounding import band_dual_rounding
 
 __all__ = ["BAND_BUDGET", "band_budget", "point_from_parts", "smoothed_newton", "smoothed_parts"]
 
@@ -341,9 +342,10 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gra
     allowed = budget  # the re-check's limit; after a shrink a wider band, up to BAND_BUDGET
     if budget is not None and not fit:
         allowed = max(budget, min(BUDGET_AFTER_SHRINK * budget, BAND_BUDGET))
+    mag_o = np.empty_like(s_o)  # the weight of each document's pairs in V (the bound's rounding reads it)
     while True:  # with ``budget``: a re-check on the evaluation's own band (rounding at its edges)
         # [p_in, end): margin < 1 - δ (the set V, summed); [p_out, end): margin < 1 (p_out found from p_in down)
-        W_V, v_o, _, p_in, p_out = oracle._violations(s_o / (1.0 - delta), order, s_band=s_o)
+        W_V, v_o, _, p_in, p_out = oracle._violations(s_o / (1.0 - delta), order, s_band=s_o, magnitudes=mag_o)
         if allowed is None or delta <= 1e-12 or int((p_in - p_out).sum()) <= allowed:
             break
         delta /= 2.0
@@ -351,7 +353,9 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gra
     vs = float(v_o @ (s_o - s_o[oracle._start]))
     v = np.empty_like(v_o)
     v[order] = v_o
-    del v_o, s_o
+    mag = np.empty_like(mag_o)
+    mag[order] = mag_o
+    del v_o, s_o, mag_o
     if hessian_free:
         return _point_hessian_free(oracle, lam, w, s, order, delta, W_V, v, vs, p_out, p_in)
     ib, iw, c = band_pairs(oracle, order, p_out, p_in)
@@ -360,7 +364,7 @@ def _point(oracle, lam, w, delta, budget=None, fit=True, hessian_free=False, gra
     F = ww + max(W_V + vs + float(c @ one_minus), 0.0)
     F_delta = ww + W_V * (1.0 - delta / 2.0) + vs + float(c @ one_minus ** 2) / (2.0 * delta)
     ev = {"F": F, "Fd": F_delta, "delta": delta, "k": c.shape[0], "W_V": W_V, "c": c,
-          "_rest": (ib, iw, v, one_minus, gram)}
+          "_rest": (ib, iw, v, one_minus, gram), "mag": mag}
     return ev if trial else _complete(oracle, lam, w, ev)
 
 
@@ -379,7 +383,10 @@ def _complete(oracle, lam, w, ev):
     # duality gap of the smoothed problem: its dual is L(α) - (δ/2) Σ α_i² / c_i
     smooth_gap = ev["Fd"] - lower + 0.5 * delta * (W_V + float(alpha @ (alpha / c)) if c.size else W_V)
     band = _Band(lam, w.shape[0], Ds, None if gram is None else (gram, ib, iw, c, delta))
-    ev.update(grad=2.0 * lam * w - u, band=band, L=(lower, u, u_B), sg=smooth_gap, g_V=g_V, root=root, alpha=alpha)
+    mag = ev.pop("mag")
+    # what the bound's rounding allowance reads (_dual_rounding): V's weights per document, the band's pairs and α
+    ev.update(grad=2.0 * lam * w - u, band=band, L=(lower, u, u_B), sg=smooth_gap, g_V=g_V, root=root, alpha=alpha,
+              pairs=(mag, ib, iw, c.shape[0]), record=(mag, ib, iw, c.shape[0], alpha, W_V + float(alpha.sum()), u))
     return ev
 
 
@@ -464,8 +471,8 @@ def _jump(lam, ev):
 
     is a ``k``-variable box QP (:func:`_band_dual`). Any ``ν`` in the box is a feasible dual point of (9), so its
     value is a lower bound whatever the sets; when they are those of the optimum, ``w = (g_V + D_Bᵀ ν)/(2λ)`` is the
-    minimiser and the gap closes to rounding. Returns ``(w, L, u)``, or None when the band is empty or its Gram
-    matrix would not fit :data:`DENSE_ENTRIES`.
+    minimiser and the gap closes to rounding. Returns ``(w, L, u, record)`` (:func:`_band_dual`), or None when the
+    band is empty or its Gram matrix would not fit :data:`DENSE_ENTRIES`.
     """
     band, c, root = ev["band"], ev["c"], ev["root"]
     k = band.k
@@ -478,21 +485,38 @@ def _jump(lam, ev):
         D = band.Ds
         D = sp.csr_matrix(sp.diags(1.0 / root) @ D) if sp.issparse(D) else D / root[:, None]  # the differences d_i
         alpha = ev["alpha"]
-    return _band_dual(lam, D, c, ev["g_V"], ev["W_V"], np.clip(alpha, 0.0, c))
+    return _band_dual(lam, D, c, ev["g_V"], ev["W_V"], ev.get("pairs"), start=np.clip(alpha, 0.0, c))
 
 
-def _band_dual(lam, D, c, g_V, W_V, start=None):
+def _band_dual(lam, D, c, g_V, W_V, pairs=None, start=None):
     """``max_{0 ≤ ν ≤ c} W_V + Σ ν - ‖g_V + Dᵀ ν‖² / (4λ)`` (rows ``D`` the pairs' differences ``d_i``) by
     :func:`~cvxrank.native.box_qp.box_qp` on ``min ½ νᵀ Q ν - bᵀ ν``, ``Q = D Dᵀ / (2λ)`` (singular when there are
     more pairs than features), ``b = 1 - D g_V / (2λ)``, never worse than ``start``. Returns
-    ``(w, L, u)`` with ``u = g_V + Dᵀ ν``, ``L`` the value (a lower bound on (9)) and ``w`` the primal point:
-    ``u / (2λ)`` put on the margin of the pairs with ``ν`` off its bounds (:func:`_on_margin`)."""
+    ``(w, L, u, record)`` with ``u = g_V + Dᵀ ν``, ``L`` the value (a lower bound on (9)), ``w`` the primal point:
+    ``u / (2λ)`` put on the margin of the pairs with ``ν`` off its bounds (:func:`_on_margin`), and ``record``
+    what :func:`_dual_rounding` reads of ``L`` when ``pairs`` is given (else None): ``g_V``'s weights per document
+    (those of the pairs of ``V``), the rows' documents (better, worse) and a bound on their count."""
     G = D @ D.T
     G = G.toarray() if sp.issparse(G) else np.array(G)
     b = 1.0 - (D @ g_V) / (2.0 * lam)
     nu = box_qp(G / (2.0 * lam), -b, c, start, max_iter=POLISH_STEPS, warm=start is not None).x
     u = g_V + D.T @ nu
-    return _on_margin(D, G, nu, c, u / (2.0 * lam)), W_V + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
+    total = W_V + float(nu.sum())
+    record = None if pairs is None else (*pairs, nu, total, u)
+    return _on_margin(D, G, nu, c, u / (2.0 * lam)), total - float(u @ u) / (4.0 * lam), u, record
+
+
+def _dual_rounding(oracle, lam, record):
+    """:func:`cvxrank.rounding.band_dual_rounding` of a lower bound from its ``record`` ``(weights of V per
+    document, better, worse, a bound on the pairs held one by one or moved from them to V, α of the held pairs,
+    W_V + Σ α, u)`` (scale of (14)), or None when there is no record (a bound summed in chunks or over shards:
+    the certificate's ``model_rounding`` then)."""
+    if record is None:
+        return None
+    mag, ib, iw, k, alpha, total, u = record
+    m = oracle.n_documents
+    V = mag + np.bincount(ib, alpha, m) + np.bincount(iw, alpha, m)
+    return band_dual_rounding(oracle.X, V, oracle._G, max(int(k), ib.shape[0]), total, u, lam)
 
 
 #: :func:`_on_margin`: a pair is free when its ``ν`` is at least this share of its bound away from both bounds,
@@ -550,16 +574,21 @@ def _margin_set(oracle, lam, w, eps, limit, below=False):
     order = oracle._order(s)
     s_o = s[order]
     band_edge = s_o / (1.0 + eps)
+    mag_o = np.empty_like(s_o)  # the weight of each document's pairs in V (the bound's rounding reads it)
     if below:  # V: the pairs in the wrong order only
         top = float(np.max(np.abs(s_o), initial=0.0))
         low = s_o * (min(BELOW_SCALE, 1e300 / top) if top > 0 else BELOW_SCALE)
-        W_V, v_o, table, p_in, p_out = oracle._violations(low, order, counts=True, s_band=band_edge)
+        W_V, v_o, table, p_in, p_out = oracle._violations(low, order, counts=True, s_band=band_edge,
+                                                          magnitudes=mag_o)
         below = int((p_in - p_out).sum()) <= BELOW_POSITIONS
     if not below:  # V: margin below 1 - ε
-        W_V, v_o, table, p_in, p_out = oracle._violations(s_o / (1.0 - eps), order, counts=True, s_band=band_edge)
+        W_V, v_o, table, p_in, p_out = oracle._violations(s_o / (1.0 - eps), order, counts=True, s_band=band_edge,
+                                                          magnitudes=mag_o)
     vs = float(v_o @ (s_o - s_o[oracle._start]))
     v = np.empty_like(v_o)
     v[order] = v_o
+    mag = np.empty_like(mag_o)
+    mag[order] = mag_o
     ib, iw, c = band_pairs(oracle, order, p_out, p_in)
     m = s[ib] - s[iw]
     short = m < 1.0
@@ -573,10 +602,13 @@ def _margin_set(oracle, lam, w, eps, limit, below=False):
         if moved.any():
             W_V += float(c[moved].sum())
             n_doc = s.shape[0]
-            v = v - np.bincount(ib[moved], c[moved], n_doc) + np.bincount(iw[moved], c[moved], n_doc)
+            more_b, more_w = np.bincount(ib[moved], c[moved], n_doc), np.bincount(iw[moved], c[moved], n_doc)
+            v = v - more_b + more_w
+            mag += more_b + more_w
         ib, iw, c = ib[keep], iw[keep], c[keep]
     D = _rows(oracle, ib, iw, np.ones(c.shape[0]), reuse=False)  # the evaluation's band still holds the buffer
-    return F, (D, c, -oracle.gradient(v), W_V), inside, under
+    # (the listed pairs' count bounds the per-document sums of the pairs moved to V: the rounding's band size)
+    return F, (D, c, -oracle.gradient(v), W_V, (mag, ib, iw, inside)), inside, under
 
 
 #: Projected Newton steps of the polish after the interior-point method in a finish (:func:`_band_dual`): the
@@ -739,6 +771,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
     """
     start = time.perf_counter() if start is None else start
     w_best, F_best, w_lower = w, upper, None
+    record = None  # what the best lower bound found here needs for its rounding allowance (_dual_rounding)
     best_rel, since, F_seen = np.inf, 0, np.inf
     rel = (F_best - lower) / F_best
     if hessian_free:
@@ -773,13 +806,15 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             return False
         if not aimed:
             aimed = True
-            target = aim(F_best, lower, tol, target, allowance(w_best, bound=True), verbose)
+            own = _dual_rounding(oracle, lam, record)  # the bound's own allowance where this phase found it
+            target = aim(F_best, lower, tol, target,
+                         allowance(w_best, bound=own is None) + 2.0 * lam * (own or 0.0), verbose)
         return rel <= target
 
     while True:
         L = ev["L"]
         if L[0] > lower:
-            lower, w_lower = L[0], L[1] / (2.0 * lam)
+            lower, w_lower, record = L[0], L[1] / (2.0 * lam), ev.get("record")
         if ev["F"] < F_best:
             F_best, w_best = ev["F"], w
         rel = (F_best - lower) / F_best if F_best > 0 else 0.0
@@ -812,7 +847,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 calls += 1
             force, L = True, ev["L"]  # (the shrink's tangent reads this evaluation's band and its sums)
             if L[0] > lower:
-                lower, w_lower = L[0], L[1] / (2.0 * lam)
+                lower, w_lower, record = L[0], L[1] / (2.0 * lam), ev.get("record")
             if ev["F"] < F_best:
                 F_best, w_best = ev["F"], w
         elif (reached(rel) or calls >= max_calls or since >= stall_after
@@ -836,9 +871,9 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 found = _band_dual(lam, *sets) if sets[1].shape[0] else None
                 if found is None:
                     break
-                w_j, L_j, u_j = found
+                w_j, L_j, u_j, found_record = found
                 if L_j > lower:
-                    lower, w_lower = L_j, u_j / (2.0 * lam)
+                    lower, w_lower, record = L_j, u_j / (2.0 * lam), found_record
                 if link + 1 < JUMP_CHAIN:
                     F_j, sets, inside, under = _margin_set(oracle, lam, w_j, width, cap, below=True)
                 else:
@@ -871,9 +906,9 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 for link in range(JUMP_CHAIN):
                     if found is None:
                         break
-                    w_j, L_j, u_j = found
+                    w_j, L_j, u_j, found_record = found
                     if L_j > lower:
-                        lower, w_lower = L_j, u_j / (2.0 * lam)
+                        lower, w_lower, record = L_j, u_j / (2.0 * lam), found_record
                     if local and link + 1 < JUMP_CHAIN:  # F(w_j) and the next link's sets in one pass
                         F_j, sets, inside, under = _margin_set(oracle, lam, w_j, width, limit, below=below)
                     else:
@@ -955,7 +990,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                 if "_rest" in ex:
                     ex = _complete(oracle, lam, x, ex)
                 if ex["L"][0] > lower:
-                    lower, w_lower = ex["L"][0], ex["L"][1] / (2.0 * lam)
+                    lower, w_lower, record = ex["L"][0], ex["L"][1] / (2.0 * lam), ex.get("record")
             if accepted:
                 break
             if calls >= max_calls:
@@ -973,4 +1008,4 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             # kinks just outside the band: Newton's model is wrong here; the planes take over again
             break
         w, ev = x, ex
-    return w_best, F_best, lower, w_lower, calls, rows
+    return w_best, F_best, lower, w_lower, calls, rows, _dual_rounding(oracle, lam, record)

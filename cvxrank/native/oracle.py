@@ -379,6 +379,23 @@ class PairFreeOracle:
         rounding = _EPS * (W + float(np.dot(np.abs(v_o), np.abs(shifted))))
         return OracleResult(max(loss, 0.0), W, None, v, table, rounding, self.grades, self.query_ids)
 
+    def live_weights(self, w, slack: float) -> np.ndarray:
+        """Per document, at least the weight ``Σ c_i`` of its pairs whose computed margin ``s_b − s_w`` is below
+        ``1 + slack`` (scale of (9)): the weights of the pairs violated at the scores divided by ``1 + 2 slack``,
+        one sweep. The factor's extra ``slack`` covers the division's rounding when ``slack`` is at least
+        ``32 u max |s|`` (:func:`cvxrank.rounding.primal_rounding`'s ``live``: twice its largest score error), and
+        a factor ``1 + 4 (G + 1) ε`` the rounding of the weights' sums (``G`` products a side)."""
+        s = self.scores(w)
+        if not np.all(np.isfinite(s)):
+            raise ValidationError("the scores have a NaN or infinite value")
+        order = self._order(s)
+        s_o = s[order] / (1.0 + 2.0 * float(slack))
+        magnitudes = np.empty_like(s_o)
+        self._violations(s_o, order, magnitudes=magnitudes)
+        out = np.empty_like(magnitudes)
+        out[order] = magnitudes
+        return out * (1.0 + 4.0 * (self._G + 1) * np.finfo(np.float64).eps)
+
     def loss(self, w) -> float:
         """The loss alone at ``w``: :meth:`evaluate_scores`' value, bit for bit, without the subgradient, the counts
         or the rounding estimate, and with at most five vectors of length ``m`` alive at once (eight there): a
@@ -396,14 +413,17 @@ class PairFreeOracle:
         del s_o
         return max(W + float(np.dot(v_o, shifted)), 0.0)
 
-    def _violations(self, s_o, order, *, counts: bool = False, lo: bool = False, s_band=None):
+    def _violations(self, s_o, order, *, counts: bool = False, lo: bool = False, s_band=None, magnitudes=None):
         """``(W, v_o, counts, p_lo, p_out)`` at the sorted scores ``s_o`` (margin 1): :meth:`_sums` over the
         ranges of :meth:`_bounds`; ``p_lo`` when ``lo`` or ``s_band`` is given, else None; with ``s_band``
         (scores sorted in the same order) ``p_out = min(p_lo, p_lo at s_band)`` (:meth:`_below`), else None.
-        The compiled path finds the ranges and sums over them in one pass per query, with the same results."""
+        ``magnitudes`` (an array of ``m`` floats, optional) receives the weight of each sorted position's violated
+        pairs, ``Σ_{violated i ∋ d} c_i``, of which ``v_o`` is the signed sum (what a rounding bound of ``v``
+        reads). The compiled path finds the ranges and sums over them in one pass per query, with the same
+        results."""
         if not self._compiled:
             p_lo, p_hi = self._bounds(s_o)
-            W, v_o, table = self._sums(s_o, order, p_lo, p_hi, counts=counts)
+            W, v_o, table = self._sums(s_o, order, p_lo, p_hi, counts=counts, magnitudes=magnitudes)
             p_out = None if s_band is None else self._below(s_band, p_lo)
             return W, v_o, table, (p_lo if lo or s_band is not None else None), p_out
         m, G = s_o.shape[0], self._G
@@ -415,19 +435,24 @@ class PairFreeOracle:
         self._each(lambda a, b, qa, qb: sweep().violations(s_o, order, self._gc, self._offsets, self._flat, G, qa, qb,
                                                             1.0, lower, upper, p_lo, cells, s_band, p_out))
         W = float(lower.sum())  # over the full array, as :meth:`_sums`
+        if magnitudes is not None:
+            np.add(lower, upper, out=magnitudes)
         upper -= lower
         return W, upper, table, p_lo, p_out
 
-    def _sums(self, s_o, order, p_lo, p_hi, *, counts: bool = False):
+    def _sums(self, s_o, order, p_lo, p_hi, *, counts: bool = False, magnitudes=None):
         """``(W, v_o, counts)`` from the violated ranges ``[p_lo, end)`` and ``[start, p_hi)`` of the sorted
         positions (:meth:`_bounds`): the total weight of the violated pairs, ``v`` in the sorted order and
-        (``counts=True``) the violated pairs per (query, grade, grade), else None."""
+        (``counts=True``) the violated pairs per (query, grade, grade), else None; ``magnitudes`` as in
+        :meth:`_violations`."""
         m, G = s_o.shape[0], self._G
         lower = np.zeros(m)  # weight of violated pairs where the document is the better one
         upper = np.zeros(m)  # ... where it is the worse one
         table = np.zeros((self.query_ids.shape[0], G, G), dtype=np.int64) if counts else None
         self._each(lambda a, b, qa, qb: self._sums_range(order, p_lo, p_hi, lower, upper, table, a, b, qa, qb))
         W = float(lower.sum())  # over the full array, as with one thread
+        if magnitudes is not None:
+            np.add(lower, upper, out=magnitudes)
         v_o = upper
         v_o -= lower
         return W, v_o, table
