@@ -126,7 +126,7 @@ def abs_scores(problem: RankingProblem, w) -> np.ndarray:
     return t
 
 
-def primal_rounding(problem: RankingProblem, w, t=None, live=None) -> float:
+def primal_rounding(problem: RankingProblem, w, t=None, live=None, terms: int = 0) -> float:
     """A bound on ``|M̃(w) − M(w)|``, the float64 rounding of the QP objective (14) (or the variant's) at ``w``.
 
     Pair-free (no pairs formed), the loss is summed per document as ``W + Σ_d v_d (s_d − s_{q0})`` (the pair-free
@@ -148,6 +148,10 @@ def primal_rounding(problem: RankingProblem, w, t=None, live=None) -> float:
         of exactly 0, computed and exact, and only these are charged (the pair-free oracle's
         :meth:`~cvxrank.native.oracle.PairFreeOracle.live_weights`); near a hard-margin optimum they are a small
         part of all pairs.
+    terms : int, default 0
+        Pair-free: how many pairs the objective's evaluation summed one by one beside its per-document sums (the
+        Newton phase adds its band's ``c_i (1 − m_i)`` so); each is a pair with a hinge that is not 0, so the sums'
+        term charges the same weights with ``terms`` more terms.
 
     Returns
     -------
@@ -190,7 +194,7 @@ def primal_rounding(problem: RankingProblem, w, t=None, live=None) -> float:
     low = np.full(problem.data.n_queries, np.inf)
     np.minimum.at(low, q, scores)
     shifted = (scores - low[q]) + 4.0 * float(e.max(initial=0.0))
-    bound += gamma(m + m_max + SLACK) * float(np.sum(W * (reach + shifted) * per_doc))
+    bound += gamma(m + m_max + int(terms) + SLACK) * float(np.sum(W * (reach + shifted) * per_doc))
     return total + bound + _absolute(problem)
 
 

@@ -153,6 +153,9 @@ class BackendReport:
     primal_rounding : float, optional
         :func:`cvxrank.rounding.primal_rounding` at this very ``w`` when the backend computed it (scale of (14));
         None: computed here.
+    objective_terms : int, default 0
+        How many pairs ``objective_L``'s evaluation summed one by one beside its per-document sums (the Newton
+        phase's band): :func:`cvxrank.rounding.primal_rounding`'s ``terms`` when it is computed here.
     """
 
     solver: str
@@ -173,6 +176,7 @@ class BackendReport:
     dual_residual: float | None = None
     bound_rounding: float | None = None
     primal_rounding: float | None = None
+    objective_terms: int = 0
     iterations: int | None = None
     setup_time: float = 0.0
     solve_time: float = 0.0
@@ -521,7 +525,7 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
 
     clipped = not variant.is_default  # (w may have moved into the bounds: the backend's numbers are not at it)
     primal_r = (float(report.primal_rounding) if report.primal_rounding is not None and not clipped
-                else primal_rounding(problem, w, scores()))
+                else primal_rounding(problem, w, scores(), terms=report.objective_terms))
     if report.lower_bound is not None:
         gap_L, kind = L - float(report.lower_bound), report.bound_name
         if report.dual_residual is not None:

@@ -841,3 +841,86 @@ def test_the_newton_bounds_rounding_holds_against_exact_arithmetic(seed):
         assert allowance < 2 * lam * rounding.model_rounding(problem, u / (2 * lam))
         checked += 1
     assert checked == 2
+
+
+def test_sparse_float32_band_rows_are_differences_in_float64(monkeypatch):
+    """A sparse float32 ``X`` whose band is too wide for dense rows (``DENSE_ENTRIES`` made small here): the band's
+    rows are differences of the float64 values, as the dense rows are, so the evaluation's bound is the same and
+    within its allowance of the exact dual value (a float32 difference was off by 3e-8 relative, 2,500 times the
+    allowance)."""
+    from fractions import Fraction
+
+    from cvxrank.native import newton
+
+    rng = np.random.default_rng(0)
+    m, n, lam, delta = 30, 6, 0.05, 0.3
+    X = rng.standard_normal((m, n))
+    X[rng.random((m, n)) < 0.4] = 0.0
+    data = RankingData(sp.csr_matrix(X.astype(np.float32)), y=rng.integers(0, 3, m), qid=np.arange(m) // 10,
+                       dtype=np.float32)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    assert sp.issparse(oracle.X) and oracle.X.dtype == np.float32
+    Xd = oracle.X.toarray().astype(np.float64)  # the values the problem is certified on
+    pairs = make_pairs(data)
+    G = oracle._G
+    c_all = oracle._flat[(oracle._qc[pairs.better] * G + oracle._gc[pairs.better]) * G + oracle._gc[pairs.worse]]
+    w = rng.standard_normal(n) / np.abs(Xd).max(axis=0)
+    w *= 2.0 / np.std(pairs.margins(w))
+    dense = newton._point(oracle, lam, w, delta)
+    monkeypatch.setattr(newton, "DENSE_ENTRIES", 1)
+    ev = newton._point(oracle, lam, w, delta)
+    assert sp.issparse(ev["band"].Ds) and not sp.issparse(dense["band"].Ds)
+    s = oracle.scores(w) / (1.0 - delta)
+    V = s[pairs.better] - s[pairs.worse] < 1.0
+    record = ev["record"]
+    exact = _exact_pair_dual(Xd, np.r_[pairs.better[V], record[1]], np.r_[pairs.worse[V], record[2]],
+                             np.r_[c_all[V], record[4]], lam)
+    assert abs(Fraction(ev["L"][0]) - exact) <= Fraction(2 * lam * newton._dual_rounding(oracle, lam, record))
+    assert ev["L"][0] == pytest.approx(dense["L"][0], rel=1e-13)
+
+
+
+def test_the_objective_allowance_counts_the_pairs_the_newton_phase_summed_one_by_one(monkeypatch):
+    """The Newton phase's ``F`` adds its band's ``c_i (1 - m_i)`` one by one beside the per-document sums: the run
+    reports how many for its final point (``objective_terms``), the allowance it hands the certificate counts them
+    (``primal_rounding``'s ``terms``, with its live pairs), the door counts them from scratch too, and ``F`` is
+    within that allowance of its exact value."""
+    import dataclasses
+    import importlib
+    from fractions import Fraction
+
+    from cvxrank import rounding
+    from cvxrank.solution import certify_solution
+
+    module = importlib.import_module("cvxrank.native.cutting_plane")
+    seen = []
+    real = module.finish
+
+    def recording(problem, w, report, tol):
+        seen.append((problem, w, report, tol))
+        return real(problem, w, report, tol)
+
+    monkeypatch.setattr(module, "finish", recording)
+    data = make_ranking(n_queries=20, docs_per_query=(8, 16), n_features=6, random_state=3)
+    problem = RankingProblem(data, mu="balanced", lam=0.5)
+    res = solve(problem, "cutting_plane", tol=1e-6)
+    _, w, report, tol = seen[-1]
+    assert res.status == "optimal" and report.objective_terms > 0
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+
+    def live(slack):
+        return oracle.live_weights(w, slack) / (2 * problem.lam)
+
+    with_terms = rounding.primal_rounding(problem, w, live=live, terms=report.objective_terms)
+    assert report.primal_rounding == with_terms > rounding.primal_rounding(problem, w, live=live)
+    fresh = certify_solution(problem, w, dataclasses.replace(report, primal_rounding=None), tol)[3]
+    assert fresh.gap_M >= res.certificate.gap_M
+    pairs = make_pairs(data)
+    c = pair_weights(pairs, mu="balanced")
+    wf = [Fraction(float(v)) for v in w]
+    exact = Fraction(0.5) * sum(v * v for v in wf)
+    X = data.X
+    for b, v, weight in zip(pairs.better, pairs.worse, c):
+        margin = sum((Fraction(float(X[b, j])) - Fraction(float(X[v, j]))) * wf[j] for j in range(X.shape[1]))
+        exact += Fraction(float(weight)) * max(Fraction(0), 1 - margin)
+    assert abs(Fraction(res.objective) - exact) <= Fraction(2 * problem.lam * with_terms)

@@ -137,9 +137,12 @@ class CuttingPlaneRun:
         :func:`cvxrank.rounding.pair_dual_rounding`; the local Newton phase: ``α = c`` beyond its band and its
         band's ``α``, :func:`cvxrank.rounding.band_dual_rounding`); None for the planes' bounds and a Newton phase
         summed in chunks or over shards (:func:`cvxrank.rounding.model_rounding` applies).
+    objective_terms : int
+        How many pairs ``objective``'s evaluation summed one by one beside its per-document sums (the Newton
+        phase's band; 0 for the oracle's own sums): :func:`cvxrank.rounding.primal_rounding`'s ``terms``.
     lower_name : str
-        What found ``lower_bound``, as the certificate names it: ``"cutting-plane bound"`` (with
-        ``lower_rounding`` None), ``"band dual bound"`` (the Newton phase) or ``"pairwise dual bound"``.
+        What found ``lower_bound``, as the certificate names it: ``"cutting-plane bound"`` (the planes),
+        ``"band dual bound"`` (the Newton phase) or ``"pairwise dual bound"`` (``pair_cd``, the threshold form).
     """
 
     w: np.ndarray
@@ -157,6 +160,7 @@ class CuttingPlaneRun:
     lower_rounding: float | None = None
     start: StartPoint | None = None
     lower_name: str = "cutting-plane bound"
+    objective_terms: int = 0
 
     @property
     def history(self):
@@ -294,7 +298,9 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         with ``bound=True`` also for the planes' or the Newton phase's own lower bound near ``w``:
         :func:`~cvxrank.native.pair_cd.pair_cd` then aims at the gap the certificate will find, and a run whose
         gap reached the target but would not prove ``tol`` with the allowance added aims lower, once (``solve``
-        passes its own, :func:`cvxrank.rounding.primal_rounding` and :func:`cvxrank.rounding.model_rounding`).
+        passes its own, :func:`cvxrank.rounding.primal_rounding` and :func:`cvxrank.rounding.model_rounding`). It
+        may take ``terms=``, the pairs the objective's evaluation at ``w`` summed one by one (the Newton phase's
+        band; ``primal_rounding``'s ``terms``).
 
     Returns
     -------
@@ -447,8 +453,9 @@ def _newton_fits(oracle, hessian_free: bool = False) -> bool:
 
 
 def _with_bound(allowance):
-    """``allowance`` taking ``bound=``: a one-argument callable (``w ↦`` the objective's allowance alone) is wrapped,
-    the bound's part then 0 (the planes' own stop, :func:`aim`, sees less than the certificate adds)."""
+    """``allowance`` taking ``bound=`` and ``terms=``: a one-argument callable (``w ↦`` the objective's allowance
+    alone) is wrapped, the bound's part then 0 (the planes' own stop, :func:`aim`, sees less than the certificate
+    adds); one without ``terms`` (the pairs the objective's evaluation summed one by one) is called without it."""
     import inspect
 
     if allowance is None:
@@ -459,9 +466,12 @@ def _with_bound(allowance):
         parameters = inspect.signature(allowance).parameters
     except (TypeError, ValueError):  # no signature to read (a builtin): called with w alone
         parameters = {}
-    if "bound" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()) or (
+            "bound" in parameters and "terms" in parameters):
         return allowance
-    return lambda w, bound=False: allowance(w)
+    if "bound" in parameters:
+        return lambda w, bound=False, terms=0: allowance(w, bound=bound)
+    return lambda w, bound=False, terms=0: allowance(w)
 
 
 def _pair_cd_fits(oracle, dense: bool = False) -> bool:
@@ -509,7 +519,8 @@ def _after_newton_fits(oracle) -> bool:
 
 def _joined(first, second):
     """Two phases run one after the other as one: the better point and bound, the calls added, the second's rows
-    counted from the first's start and read against the first's end (its best ``F`` and bound so far)."""
+    counted from the first's start and read against the first's end (its best ``F`` and bound so far); the pairs
+    summed one by one in the better point's ``F`` (the first's 8th entry: the Newton phase's; the second's: none)."""
     w1, F1, low1, wl1, calls1, rows1 = first[:6]
     w2, F2, low2, wl2, calls2, rows2, rounding2 = second
     rows = list(rows1)
@@ -517,9 +528,9 @@ def _joined(first, second):
         F_row, low_row = min(row["objective"], F1), max(row["dual_objective"], low1)
         rows.append({**row, "evaluations": calls1 + row["evaluations"], "objective": F_row, "dual_objective": low_row,
                      "relative_gap": (F_row - low_row) / F_row if F_row > 0 else 0.0})
-    w, F = (w2, F2) if w2 is not None and F2 < F1 else (w1, F1)
+    w, F, terms = (w2, F2, 0) if w2 is not None and F2 < F1 else (w1, F1, first[7] if len(first) > 7 else 0)
     low, w_low, rounding = (low2, wl2, rounding2) if low2 > low1 else (low1, wl1, first[6] if len(first) > 6 else None)
-    return w, F, low, w_low, calls1 + calls2, rows, rounding
+    return w, F, low, w_low, calls1 + calls2, rows, rounding, terms
 
 
 def _dual_phases(oracle, lam, upper, lower, target, max_calls, deadline, verbose, start, allowance, threshold,
@@ -580,6 +591,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
     lower, lower_beta, lower_u, lower_points = 0.0, np.array([1.0]), np.zeros(n), None
     lower_rounding = None  # the bound's own rounding allowance, when a phase computed one (pair_cd, Newton)
     lower_name = "cutting-plane bound"  # and what found the bound (CuttingPlaneRun.lower_name)
+    objective_terms = 0  # the pairs best_F's evaluation summed one by one (CuttingPlaneRun.objective_terms)
     history = []
     status, it = "user_limit", 0
     stall_gap, stall_count = np.inf, 0
@@ -590,7 +602,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         it += 1
         null_step = it > 1 and not F < best_F
         if F < best_F:
-            best_F, best_w = F, w
+            best_F, best_w, objective_terms = F, w, 0
             rho = min(1.0, 1.5 * rho)
         elif it > 1:
             rho = max(rho_min, rho / 1.5)
@@ -630,9 +642,9 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
             newton_done = True
             checked = []  # whether the phase checked its end against the allowance (then the planes do not again)
 
-            def seen(w_, bound=False, checked=checked):
+            def seen(w_, bound=False, terms=0, checked=checked):
                 checked.append(True)
-                return allowance(w_, bound=bound)
+                return allowance(w_, bound=bound, terms=terms)
 
             after = bool(AFTER_NEWTON and threshold is not False and _after_newton_fits(oracle))
             phase = smoothed_newton(
@@ -664,10 +676,11 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
             calls += evals
             if F_n < best_F:
                 best_F, best_w = F_n, w_n
+                objective_terms = phase[7] if len(phase) > 7 else 0
             if lower_n > lower:
                 lower, w_lower = lower_n, w_l
                 lower_rounding = phase[6] if len(phase) > 6 else None
-                lower_name = "cutting-plane bound" if lower_rounding is None else phase_name
+                lower_name = phase_name
             gap = best_F - lower
             rel = gap / best_F
             elapsed = time.perf_counter() - start
@@ -676,7 +689,8 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
                   f"planes {bundle.size - 1:4d}  rho {rho:.3f}  {elapsed:.2f}s", flush=True)
         if rel <= target and not aimed and allowance is not None:  # (the planes go on when it aims lower)
             aimed = True
-            extra = allowance(best_w, bound=lower_rounding is None) + 2.0 * lam * (lower_rounding or 0.0)
+            extra = (allowance(best_w, bound=lower_rounding is None, terms=objective_terms)
+                     + 2.0 * lam * (lower_rounding or 0.0))
             target = aim(best_F, lower, tol, target, extra, verbose, floor)
         if rel <= target:
             status = "optimal" if rel <= tol else "float_limit"
@@ -701,7 +715,7 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         w=np.array(best_w, dtype=np.float64), objective=float(best_F), lower_bound=float(lower), status=status,
         iterations=it, oracle_calls=calls, solve_time=time.perf_counter() - start, floor=floor,
         w_model=-lower_u / (2.0 * lam) if w_lower is None else w_lower, beta=lower_beta, points=lower_points, history_rows=history,
-        lower_rounding=lower_rounding, lower_name=lower_name,
+        lower_rounding=lower_rounding, lower_name=lower_name, objective_terms=objective_terms,
     )
 
 
@@ -825,16 +839,17 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
 
     checked = {}  # the last allowance computed: its point and parts (the certificate reuses them at that point)
 
-    def allowance(w, bound=False):  # what the certificate will add for the objective at w (cvxrank.rounding), and
-        # with bound for the planes' own lower bound (its model_rounding), on the scale of (9)
+    def allowance(w, bound=False, terms=0):  # what the certificate will add for the objective at w (its
+        # evaluation summed `terms` pairs one by one; cvxrank.rounding), and with bound for the planes' own lower
+        # bound (its model_rounding), on the scale of (9)
         x = w if fmap is None else fmap.to_full(w)
         t = abs_scores(problem, x)
         live = None  # the local oracle lists the pairs whose hinge may not be 0 at w (one sweep)
         if isinstance(oracle, PairFreeOracle) and variant.margin is None:
             def live(slack):
                 return oracle.live_weights(w, slack) / (2.0 * problem.lam)
-        primal, model = primal_rounding(problem, x, t, live), (model_rounding(problem, x, t) if bound else None)
-        checked.update(x=np.array(x, dtype=np.float64), primal=primal, model=model)
+        primal, model = primal_rounding(problem, x, t, live, terms), (model_rounding(problem, x, t) if bound else None)
+        checked.update(x=np.array(x, dtype=np.float64), primal=primal, model=model, terms=terms)
         return 2.0 * problem.lam * (primal + (model or 0.0))
 
     run = cutting_plane(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
@@ -854,7 +869,8 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
                 alpha += beta_k * (pairs.margins(point) < required)
         alphas.append(np.minimum(alpha, 1.0) * problem.C)
     # the allowance the run computed at its final point, for the certificate (the same function at the same w)
-    reuse = bool(checked) and variant.is_default and np.array_equal(checked["x"], run.w)
+    reuse = (bool(checked) and variant.is_default and np.array_equal(checked["x"], run.w)
+             and checked["terms"] == run.objective_terms)
     backend = {"optimal": "optimal", "user_limit": "user_limit"}.get(run.status, "optimal_inaccurate")
     resid = np.linalg.norm(run.w - run.w_model) / max(1.0, float(np.linalg.norm(run.w)))
     context = warnings.catch_warnings() if run.status == "float_limit" else contextlib.nullcontext()
@@ -864,6 +880,7 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         report = BackendReport(
             solver="cutting_plane", version=__version__, formulation="pairfree", scale="L", status=backend,
             alphas=tuple(alphas), lower_bound=run.lower_bound, objective_L=run.objective,
+            objective_terms=run.objective_terms,
             bound_rounding=run.lower_rounding if run.lower_rounding is not None or not reuse else checked["model"],
             primal_rounding=checked["primal"] if reuse else None,
             bound_name=run.lower_name,

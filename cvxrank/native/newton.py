@@ -302,9 +302,10 @@ def _rows(oracle, ib, iw, root, reuse=True):
     (high-dimensional data: no dense copy of a row)."""
     X = oracle.X
     if sp.issparse(X) and ib.shape[0] * X.shape[1] > DENSE_ENTRIES:
-        D = (X[ib] - X[iw]).tocsr()
-        if D.dtype != np.float64:
-            D = D.astype(np.float64)
+        better, worse = X[ib], X[iw]
+        if X.dtype != np.float64:  # float64 before the difference, as the dense rows (float32's would round)
+            better, worse = better.astype(np.float64), worse.astype(np.float64)
+        D = (better - worse).tocsr()
         D = sp.csr_matrix(sp.diags(root) @ D) if D.shape[0] else D
         return D
     return oracle._pair_rows(ib, iw, root, reuse=reuse)
@@ -568,8 +569,9 @@ def _margin_set(oracle, lam, w, eps, limit, below=False):
     sit just above it. ``below=True`` lists every pair with a positive margin below ``1 + ε`` instead (``V`` then
     only the pairs in the wrong order, and those not kept), unless the sorted positions between the two edges,
     which the listing walks (same-grade documents included), number more than :data:`BELOW_POSITIONS`: then the
-    two-sided window. Returns ``(F, (D, c, g_V, W_V), inside, under)``: ``inside`` the pairs listed (kept or not),
-    ``under`` the weighted pairs of ``V`` before the limit."""
+    two-sided window. Returns ``(F, (D, c, g_V, W_V, pairs), inside, under)``: ``pairs`` what :func:`_band_dual`'s
+    record reads (V's weights per document, the kept pairs' documents, ``inside``); ``inside`` the pairs listed
+    (kept or not), ``under`` the weighted pairs of ``V`` before the limit."""
     s = oracle.scores(w)
     order = oracle._order(s)
     s_o = s[order]
@@ -751,27 +753,32 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         directions come from preconditioned conjugate gradients with pair-free Hessian products
         (:mod:`cvxrank.native.band_operator`), solved to a relative residual that tightens with the smoothed gap.
     allowance : callable, optional
-        ``(w, bound=True) ↦`` the rounding allowance the certificate adds to the gap at ``w`` (scale of (9); see
+        ``(w, bound=True, terms=k) ↦`` the rounding allowance the certificate adds to the gap at ``w`` (``k`` the
+        pairs its ``F`` summed one by one; scale of (9); see
         :func:`~cvxrank.native.cutting_plane.cutting_plane`): the first time the gap reaches ``target`` it is
         checked, and when gap plus allowance would be above ``tol`` the phase aims at ``tol`` less 1.25 times the
         allowance (:func:`~cvxrank.native.stopping.aim`) and goes on.
     width_steps : int, optional
-        A positive integer: end the phase after this many Newton steps at one width while the band holds more pairs than there are
-        documents (default: no such end). The caller passes it when it has another method to go on with
+        A positive integer: end the phase after this many Newton steps at one width while the band holds more pairs
+        than there are documents (default: no such end). The caller passes it when it has another method to go on with
         (:data:`~cvxrank.native.cutting_plane.NEWTON_WIDTH_STEPS`): on a margin with many more pairs than documents
         (separable data, tied documents) a width can take a thousand steps.
 
     Returns
     -------
-    (w_best, F_best, lower, w_lower, evaluations, rows)
+    (w_best, F_best, lower, w_lower, evaluations, rows, lower_rounding, terms)
         ``w_lower = Σ α_i d_i / (2λ)`` at the best lower bound of this phase
-        (None if it found none better than ``lower``); ``rows``: one history
-        row per evaluation and per jump (a pass that only lists a jump's sets, or evaluates the point a stalled
+        (None if it found none better than ``lower``); ``lower_rounding`` that bound's rounding allowance on the
+        scale of (14) (:func:`_dual_rounding`; None when it is not this phase's, or was summed in chunks or over
+        shards); ``terms`` how many pairs ``F_best``'s evaluation summed one by one beside its per-document sums
+        (its band: :func:`cvxrank.rounding.primal_rounding`'s ``terms``); ``rows``: one history row per evaluation
+        and per jump (a pass that only lists a jump's sets, or evaluates the point a stalled
         width goes on from, has none).
     """
     start = time.perf_counter() if start is None else start
     w_best, F_best, w_lower = w, upper, None
     record = None  # what the best lower bound found here needs for its rounding allowance (_dual_rounding)
+    F_terms = 0  # the pairs F_best's evaluation summed one by one (the band's), beside the per-document sums
     best_rel, since, F_seen = np.inf, 0, np.inf
     rel = (F_best - lower) / F_best
     if hessian_free:
@@ -808,7 +815,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             aimed = True
             own = _dual_rounding(oracle, lam, record)  # the bound's own allowance where this phase found it
             target = aim(F_best, lower, tol, target,
-                         allowance(w_best, bound=own is None) + 2.0 * lam * (own or 0.0), verbose)
+                         allowance(w_best, bound=own is None, terms=F_terms) + 2.0 * lam * (own or 0.0), verbose)
         return rel <= target
 
     while True:
@@ -816,7 +823,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
         if L[0] > lower:
             lower, w_lower, record = L[0], L[1] / (2.0 * lam), ev.get("record")
         if ev["F"] < F_best:
-            F_best, w_best = ev["F"], w
+            F_best, w_best, F_terms = ev["F"], w, ev["k"]
         rel = (F_best - lower) / F_best if F_best > 0 else 0.0
         elapsed = time.perf_counter() - start
         rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel,
@@ -849,7 +856,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             if L[0] > lower:
                 lower, w_lower, record = L[0], L[1] / (2.0 * lam), ev.get("record")
             if ev["F"] < F_best:
-                F_best, w_best = ev["F"], w
+                F_best, w_best, F_terms = ev["F"], w, ev["k"]
         elif (reached(rel) or calls >= max_calls or since >= stall_after
                 or (deadline is not None and elapsed >= deadline)):
             break
@@ -876,12 +883,13 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                     lower, w_lower, record = L_j, u_j / (2.0 * lam), found_record
                 if link + 1 < JUMP_CHAIN:
                     F_j, sets, inside, under = _margin_set(oracle, lam, w_j, width, cap, below=True)
+                    terms = inside  # (its F sums the listed pairs below the margin one by one)
                 else:
-                    F_j = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss
+                    F_j, terms = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss, 0
                 calls += 1
                 gain = F_best - F_j
                 if F_j < F_best:
-                    F_best, w_best = F_j, w_j
+                    F_best, w_best, F_terms = F_j, w_j, terms
                 rel = (F_best - lower) / F_best if F_best > 0 else 0.0
                 rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower, "relative_gap": rel,
                              "delta": np.nan, "band": ev["k"], "smoothed_gap": np.nan, "jump": True,
@@ -911,12 +919,13 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
                         lower, w_lower, record = L_j, u_j / (2.0 * lam), found_record
                     if local and link + 1 < JUMP_CHAIN:  # F(w_j) and the next link's sets in one pass
                         F_j, sets, inside, under = _margin_set(oracle, lam, w_j, width, limit, below=below)
+                        terms = inside
                     else:
-                        F_j, sets = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss, None
+                        F_j, sets, terms = lam * float(w_j @ w_j) + oracle(w_j, counts=False).loss, None, 0
                     calls += 1
                     gain = F_best - F_j
                     if F_j < F_best:
-                        F_best, w_best = F_j, w_j
+                        F_best, w_best, F_terms = F_j, w_j, terms
                     rel = (F_best - lower) / F_best if F_best > 0 else 0.0
                     rows.append({"evaluations": calls, "objective": F_best, "dual_objective": lower,
                                  "relative_gap": rel, "delta": np.nan, "band": ev["k"], "smoothed_gap": np.nan,
@@ -983,7 +992,7 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             ex = _point(oracle, lam, x, delta, hessian_free=hessian_free, gram=gram, trial=lean)
             calls += 1
             if ex["F"] < F_best:
-                F_best, w_best = ex["F"], x
+                F_best, w_best, F_terms = ex["F"], x, ex["k"]
             if ex["Fd"] <= Fd - 1e-4 * t * decrement:
                 accepted = True
             if accepted or not lean:  # a lean trial's bound is formed once it is accepted
@@ -1008,4 +1017,4 @@ def smoothed_newton(oracle, lam, w, *, upper, lower, tol, target, max_calls, dea
             # kinks just outside the band: Newton's model is wrong here; the planes take over again
             break
         w, ev = x, ex
-    return w_best, F_best, lower, w_lower, calls, rows, _dual_rounding(oracle, lam, record)
+    return w_best, F_best, lower, w_lower, calls, rows, _dual_rounding(oracle, lam, record), F_terms

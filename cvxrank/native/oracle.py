@@ -388,7 +388,9 @@ class PairFreeOracle:
         s = self.scores(w)
         if not np.all(np.isfinite(s)):
             raise ValidationError("the scores have a NaN or infinite value")
+        prev = self._prev_order
         order = self._order(s)
+        self._prev_order = prev  # (a look aside: the solve's next evaluation starts from the order it would have)
         s_o = s[order] / (1.0 + 2.0 * float(slack))
         magnitudes = np.empty_like(s_o)
         self._violations(s_o, order, magnitudes=magnitudes)
