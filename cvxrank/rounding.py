@@ -126,7 +126,7 @@ def abs_scores(problem: RankingProblem, w) -> np.ndarray:
     return t
 
 
-def primal_rounding(problem: RankingProblem, w, t=None, live=None, terms: int = 0) -> float:
+def primal_rounding(problem: RankingProblem, w, t=None, live=None, terms: int = 0, pair_free: bool = False) -> float:
     """A bound on ``|M̃(w) − M(w)|``, the float64 rounding of the QP objective (14) (or the variant's) at ``w``.
 
     Pair-free (no pairs formed), the loss is summed per document as ``W + Σ_d v_d (s_d − s_{q0})`` (the pair-free
@@ -152,6 +152,9 @@ def primal_rounding(problem: RankingProblem, w, t=None, live=None, terms: int = 
         Pair-free: how many pairs the objective's evaluation summed one by one beside its per-document sums (the
         Newton phase adds its band's ``c_i (1 − m_i)`` so); each is a pair with a hinge that is not 0, so the sums'
         term charges the same weights with ``terms`` more terms.
+    pair_free : bool, default False
+        The objective was summed pair-free (a pair-free solver's ``L``) although the problem holds its pairs: the
+        pair-free bound, with each document's weight of the pairs it is in (without pairs, every objective is).
 
     Returns
     -------
@@ -166,23 +169,29 @@ def primal_rounding(problem: RankingProblem, w, t=None, live=None, terms: int = 
     ww = float(np.dot(w, w))
     total = gamma(n + SLACK) * (0.5 * ww + rho * float(np.abs(w).sum()))
     squared = variant.loss == "squared_hinge"
-    if problem.has_pairs:
+    if problem.has_pairs and not pair_free:
         pairs = problem.pairs
         C = problem.C
         need = _required_margins(problem)
         shortfall = need - pairs.P @ matvec(problem.data.X, w)
         e = gamma(n + SLACK) * (t[pairs.better] + t[pairs.worse] + np.abs(need))
-        live = shortfall > -e
+        near = shortfall > -e
         loss = np.maximum(shortfall, 0.0)
         if squared:
             term = C * ((2.0 * loss + e) * e) + 4.0 * U * C * loss * loss
-            total += float(np.sum(term[live])) + gamma(P + SLACK) * float(np.sum(C * loss * loss))
+            total += float(np.sum(term[near])) + gamma(P + SLACK) * float(np.sum(C * loss * loss))
         else:
             term = C * e + 4.0 * U * C * loss
-            total += float(np.sum(term[live])) + gamma(P + SLACK) * float(np.sum(C * loss))
+            total += float(np.sum(term[near])) + gamma(P + SLACK) * float(np.sum(C * loss))
         return total + _absolute(problem)
-    # Pair-free: every pair at once, each with its query's largest weight; a score sums the row's non-zero terms.
-    W, reach = _document_weights(problem)
+    # Pair-free: every pair at once, each with its query's largest weight (the pairs' own weights where they are
+    # held); a score sums the row's non-zero terms.
+    if problem.has_pairs:
+        pairs, C = problem.pairs, problem.C
+        W = np.bincount(pairs.better, C, m) + np.bincount(pairs.worse, C, m)
+        reach = max(float(np.max(np.abs(_required_margins(problem)), initial=1.0)), 1.0)
+    else:
+        W, reach = _document_weights(problem)
     e = _gammas(_row_terms(problem.data.X) + SLACK) * (t + reach)
     if live is not None and variant.margin is None:  # only the pairs whose hinge may not be 0
         W = np.minimum(W, np.asarray(live(2.0 * float(e.max(initial=0.0))), dtype=np.float64))

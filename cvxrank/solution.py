@@ -525,7 +525,8 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
 
     clipped = not variant.is_default  # (w may have moved into the bounds: the backend's numbers are not at it)
     primal_r = (float(report.primal_rounding) if report.primal_rounding is not None and not clipped
-                else primal_rounding(problem, w, scores(), terms=report.objective_terms))
+                else primal_rounding(problem, w, scores(), terms=report.objective_terms,
+                                     pair_free=report.objective_L is not None))
     if report.lower_bound is not None:
         gap_L, kind = L - float(report.lower_bound), report.bound_name
         if report.dual_residual is not None:
@@ -568,6 +569,8 @@ def certify_solution(problem: RankingProblem, w, report: BackendReport, tol: flo
     if math.isfinite(gap_M):
         if alpha is not None:
             lower = dual_rounding(problem, alpha, affine)
+            if report.objective_L is not None and problem.has_pairs:  # this gap's M is the pairs' own sum
+                primal_r = primal_rounding(problem, w, scores())
         else:
             lower = own_r if own_r is not None else model_rounding(problem, w, scores())
         gap_M = (max(gap_M, 0.0) + primal_r + lower) * (1.0 + 4.0 * U)

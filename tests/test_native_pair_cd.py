@@ -671,3 +671,49 @@ def test_primal_rounding_of_a_sparse_row_counts_its_entries(seed):
     assert bound < 2 * 0.37 * float(np.sum(W * rounding.gamma(n + rounding.SLACK) * (t + reach)))
     dense = RankingProblem(RankingData(Xf, y=data.y, qid=data.qid), mu="balanced", lam=0.37)
     assert rounding.primal_rounding(dense, w) == pytest.approx(bound / (2 * 0.37), rel=1e-12)
+
+
+def test_a_pair_free_objective_is_bounded_pair_free_when_the_problem_holds_its_pairs(monkeypatch):
+    """A problem whose pairs were formed before the solve: the pair-free solver's ``L`` is still the oracle's sum per
+    document, shifted by each query's lowest score (here a document far below the others, so the shifted terms are
+    large), and its allowance is the pair-free one (``pair_free=True``); the pairs' own bound, which the certificate
+    used for it before, is below that sum's actual error."""
+    import importlib
+
+    from cvxrank import rounding
+
+    module = importlib.import_module("cvxrank.native.cutting_plane")
+    seen = []
+    real = module.finish
+
+    def recording(problem, w, report, tol):
+        seen.append(report)
+        return real(problem, w, report, tol)
+
+    monkeypatch.setattr(module, "finish", recording)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((160, 2))
+    y = rng.integers(1, 4, 160)
+    qid = np.arange(160) // 40
+    X[::40] = [-3e6, 0.0]  # each query's first document, far lowest
+    y[::40] = 0
+    data = RankingData(X, y=y, qid=qid)
+    problem = RankingProblem(data, lam=0.5)
+    pairs = problem.pairs  # formed before the solve
+    res = solve(problem, "cutting_plane", tol=1e-6)
+    report, w = seen[-1], res.w
+    wf = [Fraction(float(v)) for v in w]
+    scores = [sum(Fraction(float(X[d, j])) * wf[j] for j in range(2)) for d in range(X.shape[0])]
+    exact = Fraction(0.5) * sum(v * v for v in wf)
+    for b, v, c in zip(pairs.better, pairs.worse, problem.weights):
+        exact += Fraction(float(c)) * max(Fraction(0), 1 - (scores[b] - scores[v]))
+    error = abs(Fraction(report.objective_L) - exact)
+    oracle = PairFreeOracle.from_data(data, cost_table(data))
+
+    def live(slack):
+        return oracle.live_weights(w, slack) / (2 * problem.lam)
+
+    allowance = rounding.primal_rounding(problem, w, live=live, terms=report.objective_terms, pair_free=True)
+    assert report.primal_rounding == allowance
+    assert error <= Fraction(2 * problem.lam * allowance)
+    assert Fraction(2 * problem.lam * rounding.primal_rounding(problem, w)) < error  # the pairs' own bound

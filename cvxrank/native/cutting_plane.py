@@ -848,7 +848,8 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         if isinstance(oracle, PairFreeOracle) and variant.margin is None:
             def live(slack):
                 return oracle.live_weights(w, slack) / (2.0 * problem.lam)
-        primal, model = primal_rounding(problem, x, t, live, terms), (model_rounding(problem, x, t) if bound else None)
+        primal = primal_rounding(problem, x, t, live, terms, pair_free=True)  # (its L: the oracle's sums)
+        model = model_rounding(problem, x, t) if bound else None
         checked.update(x=np.array(x, dtype=np.float64), primal=primal, model=model, terms=terms)
         return 2.0 * problem.lam * (primal + (model or 0.0))
 
