@@ -78,6 +78,37 @@ def sparse_narrow(seed):
     data = make_ranking(n_queries=6, docs_per_query=(8, 14), n_features=8, density=0.5, random_state=seed)
     return RankingData(sp.csr_matrix(data.X), y=data.y, qid=data.qid)
 
+
+def exact_pair_dual(X, better, worse, alpha, lam):
+    """``Σα − ‖Σ α_i d_i‖² / (4λ)``, ``d_i = x_better − x_worse``, in exact rational arithmetic on the float64
+    values (the dual value of (9) at ``α``, against which the rounding allowances are checked)."""
+    from fractions import Fraction
+
+    Xf = [[Fraction(float(v)) for v in row] for row in X]
+    u = [Fraction(0)] * len(Xf[0])
+    for b, w, a in zip(better, worse, alpha):
+        fa = Fraction(float(a))
+        for j in range(len(u)):
+            u[j] += fa * (Xf[b][j] - Xf[w][j])
+    return sum(Fraction(float(a)) for a in alpha) - sum(x * x for x in u) / (4 * Fraction(float(lam)))
+
+
+def record_finish(monkeypatch):
+    """Record every ``(problem, w, report, tol)`` the pair-free cutting plane hands the door's certificate
+    (``cvxrank.native.cutting_plane.finish``); returns the list it appends to."""
+    import importlib
+
+    module = importlib.import_module("cvxrank.native.cutting_plane")  # (the package exports a function of that name)
+    seen = []
+    real = module.finish
+
+    def recording(problem, w, report, tol):
+        seen.append((problem, w, report, tol))
+        return real(problem, w, report, tol)
+
+    monkeypatch.setattr(module, "finish", recording)
+    return seen
+
 def brute_force_pairs(data, tau=None, mu=None, margin=None):
     """Pairs written out by hand from the raw data, independently of cvxrank's pair code.
 

@@ -18,7 +18,7 @@ from cvxrank.objectives import hinge_objective
 from cvxrank.pairs import make_pairs
 from cvxrank.problem import RankingProblem
 from cvxrank.solvers import solve
-from tests.conftest import assert_agree
+from tests.conftest import assert_agree, exact_pair_dual, record_finish
 
 
 class TiedInstance:
@@ -753,21 +753,11 @@ def test_the_certificate_reuses_the_allowance_the_run_computed_at_its_point(monk
     The door takes those numbers instead of computing them again; from scratch it charges every pair and its
     gap is never smaller; with the run's numbers the door certifies the same gap again."""
     import dataclasses
-    import importlib
 
     from cvxrank import rounding
     from cvxrank.solution import certify_solution
 
-    module = importlib.import_module("cvxrank.native.cutting_plane")  # (the package exports a function of that name)
-
-    seen = []
-    real = module.finish
-
-    def recording(problem, w, report, tol):
-        seen.append((problem, w, report, tol))
-        return real(problem, w, report, tol)
-
-    monkeypatch.setattr(module, "finish", recording)
+    seen = record_finish(monkeypatch)
     data = make_ranking(n_queries=20, docs_per_query=(8, 16), n_features=6, random_state=3)
     res = solve(RankingProblem(data, mu="balanced", lam=0.5), "cutting_plane", tol=1e-6)
     problem, w, report, tol = seen[-1]
@@ -780,19 +770,6 @@ def test_the_certificate_reuses_the_allowance_the_run_computed_at_its_point(monk
     assert fresh.gap_L > res.certificate.gap_L
     again = certify_solution(problem, w, report, tol)[3]
     assert again.gap_L == res.certificate.gap_L and again.relative_gap == res.certificate.relative_gap
-
-
-def _exact_pair_dual(X, better, worse, alpha, lam):
-    """``Σα − ‖Σ α_i d_i‖² / (4λ)`` in exact rational arithmetic on the float64 values."""
-    from fractions import Fraction
-
-    Xf = [[Fraction(float(v)) for v in row] for row in X]
-    u = [Fraction(0)] * len(Xf[0])
-    for b, w, a in zip(better, worse, alpha):
-        fa = Fraction(float(a))
-        for j in range(len(u)):
-            u[j] += fa * (Xf[b][j] - Xf[w][j])
-    return sum(Fraction(float(a)) for a in alpha) - sum(x * x for x in u) / (4 * Fraction(float(lam)))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -832,7 +809,7 @@ def test_the_newton_bounds_rounding_holds_against_exact_arithmetic(seed):
         band_alpha = record[4]
         better = np.concatenate((pairs.better[V], record[1]))
         worse = np.concatenate((pairs.worse[V], record[2]))
-        exact = _exact_pair_dual(X, better, worse, np.concatenate((c_all[V], band_alpha)), lam)
+        exact = exact_pair_dual(X, better, worse, np.concatenate((c_all[V], band_alpha)), lam)
         allowance = 2 * lam * _dual_rounding(oracle, lam, record)
         assert abs(Fraction(L) - exact) <= Fraction(allowance)
         u, total = record[6], record[5]
@@ -873,7 +850,7 @@ def test_sparse_float32_band_rows_are_differences_in_float64(monkeypatch):
     s = oracle.scores(w) / (1.0 - delta)
     V = s[pairs.better] - s[pairs.worse] < 1.0
     record = ev["record"]
-    exact = _exact_pair_dual(Xd, np.r_[pairs.better[V], record[1]], np.r_[pairs.worse[V], record[2]],
+    exact = exact_pair_dual(Xd, np.r_[pairs.better[V], record[1]], np.r_[pairs.worse[V], record[2]],
                              np.r_[c_all[V], record[4]], lam)
     assert abs(Fraction(ev["L"][0]) - exact) <= Fraction(2 * lam * newton._dual_rounding(oracle, lam, record))
     assert ev["L"][0] == pytest.approx(dense["L"][0], rel=1e-13)
@@ -886,21 +863,12 @@ def test_the_objective_allowance_counts_the_pairs_the_newton_phase_summed_one_by
     (``primal_rounding``'s ``terms``, with its live pairs), the door counts them from scratch too, and ``F`` is
     within that allowance of its exact value."""
     import dataclasses
-    import importlib
     from fractions import Fraction
 
     from cvxrank import rounding
     from cvxrank.solution import certify_solution
 
-    module = importlib.import_module("cvxrank.native.cutting_plane")
-    seen = []
-    real = module.finish
-
-    def recording(problem, w, report, tol):
-        seen.append((problem, w, report, tol))
-        return real(problem, w, report, tol)
-
-    monkeypatch.setattr(module, "finish", recording)
+    seen = record_finish(monkeypatch)
     data = make_ranking(n_queries=20, docs_per_query=(8, 16), n_features=6, random_state=3)
     problem = RankingProblem(data, mu="balanced", lam=0.5)
     res = solve(problem, "cutting_plane", tol=1e-6)

@@ -22,7 +22,12 @@ from cvxrank.pairs import make_pairs
 from cvxrank.problem import RankingProblem
 from cvxrank.rounding import pair_dual_rounding
 from cvxrank.solvers import solve
-from tests.conftest import assert_agree, brute_force_pairs
+from tests.conftest import (
+    assert_agree,
+    brute_force_pairs,
+    exact_pair_dual,
+    record_finish,
+)
 from tests.conftest import sparse_narrow as _narrow
 from tests.conftest import sparse_wide as _wide
 
@@ -418,17 +423,6 @@ def test_without_a_sparse_x_or_the_compiled_sweeps_the_solve_goes_on_as_before()
         solve(RankingProblem(data, lam=0.5), "cutting_plane", pair_cd="yes")
 
 
-def _exact_dual(X, better, worse, alpha, lam):
-    """``Σα − ‖Σ α_i d_i‖² / (4λ)`` in exact rational arithmetic on the float64 values."""
-    Xf = [[Fraction(float(v)) for v in row] for row in X]
-    u = [Fraction(0)] * len(Xf[0])
-    for b, w, a in zip(better, worse, alpha):
-        fa = Fraction(float(a))
-        for j in range(len(u)):
-            u[j] += fa * (Xf[b][j] - Xf[w][j])
-    return sum(Fraction(float(a)) for a in alpha) - sum(x * x for x in u) / (4 * Fraction(float(lam)))
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dual_rounding_bounds_the_computed_value(seed):
     """The bound holds against exact arithmetic, with entries of very different sizes, and is not vacuous."""
@@ -442,7 +436,7 @@ def test_dual_rounding_bounds_the_computed_value(seed):
     u = Xs.T @ v
     w = u / (2 * lam)
     computed = float(alpha.sum()) - lam * float(w @ w)
-    exact = _exact_dual(X, better, worse, alpha, lam)
+    exact = exact_pair_dual(X, better, worse, alpha, lam)
     V = np.bincount(better, alpha, m) + np.bincount(worse, alpha, m)
     degree = int((np.bincount(better, minlength=m) + np.bincount(worse, minlength=m)).max())
     bound = 2 * lam * pair_dual_rounding(Xs, V, degree, alpha, u, lam)
@@ -678,19 +672,9 @@ def test_a_pair_free_objective_is_bounded_pair_free_when_the_problem_holds_its_p
     document, shifted by each query's lowest score (here a document far below the others, so the shifted terms are
     large), and its allowance is the pair-free one (``pair_free=True``); the pairs' own bound, which the certificate
     used for it before, is below that sum's actual error."""
-    import importlib
-
     from cvxrank import rounding
 
-    module = importlib.import_module("cvxrank.native.cutting_plane")
-    seen = []
-    real = module.finish
-
-    def recording(problem, w, report, tol):
-        seen.append(report)
-        return real(problem, w, report, tol)
-
-    monkeypatch.setattr(module, "finish", recording)
+    seen = record_finish(monkeypatch)
     rng = np.random.default_rng(1)
     X = rng.standard_normal((160, 2))
     y = rng.integers(1, 4, 160)
@@ -701,7 +685,7 @@ def test_a_pair_free_objective_is_bounded_pair_free_when_the_problem_holds_its_p
     problem = RankingProblem(data, lam=0.5)
     pairs = problem.pairs  # formed before the solve
     res = solve(problem, "cutting_plane", tol=1e-6)
-    report, w = seen[-1], res.w
+    report, w = seen[-1][2], res.w
     wf = [Fraction(float(v)) for v in w]
     scores = [sum(Fraction(float(X[d, j])) * wf[j] for j in range(2)) for d in range(X.shape[0])]
     exact = Fraction(0.5) * sum(v * v for v in wf)
