@@ -23,8 +23,9 @@ of its row, since zero terms add nothing). Gradual underflow adds at most ``2⁻
 absolute term), so a problem whose numbers underflow still gets a gap that is not zero.
 
 * :func:`primal_rounding`: ``|M̃(w) − M(w)|`` of :func:`cvxrank.objectives.qp_objective` (or the
-  variant's), on the pairs when they exist, else over all pairs at once (the pair-free solvers'
-  ``L(w)``, with every pair's weight bounded by its query's largest).
+  variant's), on the pairs when the objective was summed over them, else over all pairs at once (the pair-free
+  solvers' ``L(w)``, also when the problem holds its pairs: ``pair_free=True``; every pair's weight bounded by
+  its query's largest, or the pairs' own where they are held).
 * :func:`dual_rounding`: ``|D̃(α) − D(α)|`` of (18) (or the variant's dual), including the
   rounding of the box ``C_i = c_i/(2λ)`` itself.
 * :func:`model_rounding`: a native solver's own lower bound (planes, Newton models), whose
@@ -134,7 +135,9 @@ def primal_rounding(problem: RankingProblem, w, t=None, live=None, terms: int = 
     scores share a large offset): a document's weight ``W_d`` (of its pairs) is charged its score's error and, for
     the sums, ``reach`` plus its shifted score, ``s_d − min_q s`` here plus four times the largest score error
     (both computations' scores are within it; ``t_d`` alone would miss the shift's size where a query's
-    lowest-scored document has a much larger ``|x| |w|`` than the others).
+    lowest-scored document has a much larger ``|x| |w|`` than the others). A problem made from preference groups
+    is summed over the groups' members (shifted by the group's lowest score, inside the query's), a document once
+    per group it is in: the sums' count of terms includes the members and the groups.
 
     Parameters
     ----------
@@ -203,7 +206,9 @@ def primal_rounding(problem: RankingProblem, w, t=None, live=None, terms: int = 
     low = np.full(problem.data.n_queries, np.inf)
     np.minimum.at(low, q, scores)
     shifted = (scores - low[q]) + 4.0 * float(e.max(initial=0.0))
-    bound += gamma(m + m_max + int(terms) + SLACK) * float(np.sum(W * (reach + shifted) * per_doc))
+    # (preference groups: the oracle sums over the groups' members, a document once per group it is in)
+    members = 0 if problem.groups is None else problem.groups.n_members + problem.groups.n_groups
+    bound += gamma(m + m_max + members + int(terms) + SLACK) * float(np.sum(W * (reach + shifted) * per_doc))
     return total + bound + _absolute(problem)
 
 
@@ -299,7 +304,7 @@ def model_rounding(problem: RankingProblem, w, t=None) -> float:
     top of the rounding of the loss values (:func:`primal_rounding` over all pairs).
     """
     w = np.asarray(w, dtype=np.float64)
-    n, m, m_max, P = _shape(problem)
+    n, m, m_max, _ = _shape(problem)
     t = abs_scores(problem, w) if t is None else t
     if problem.has_pairs:
         pairs = problem.pairs

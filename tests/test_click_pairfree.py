@@ -10,11 +10,10 @@ import pandas as pd
 import pytest
 
 import cvxrank as cr
-from cvxrank._memory import set_memory_budget
+from cvxrank._memory import MemoryBudgetError, set_memory_budget
 from cvxrank.clicks import ClickLog, click_pairs, click_problem, make_clicks
 from cvxrank.clicks.pairs import click_groups
 from cvxrank.data import RankingData
-from cvxrank._memory import MemoryBudgetError
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.native import kernels
 from cvxrank.native.document_oracle import DocumentOracle
@@ -239,7 +238,7 @@ def test_the_door_routes_and_refuses(log, monkeypatch):
 
     with pytest.raises(ValidationError, match="through cvxrank.solve"):
         graded_backend(click_problem(log, "propensity"))
-    import cvxrank.solvers.registry as registry
+    from cvxrank.solvers import registry
 
     monkeypatch.setattr(registry, "AUTO_PAIRFREE_PAIRS", 10)
     assert choose_solver(click_problem(log, "propensity")) == "cutting_plane"
@@ -399,3 +398,36 @@ def test_the_click_oracle_keeps_a_small_dense_ish_x_dense(monkeypatch):
     a, b = kept(w), as_given(w)
     assert a.loss == pytest.approx(b.loss, rel=1e-12) and a.violated_weight == pytest.approx(b.violated_weight)
     np.testing.assert_allclose(a.gradient, b.gradient, rtol=1e-11, atol=1e-11 * np.abs(b.gradient).max())
+
+
+def test_the_allowance_of_groups_counts_the_members_the_oracle_sums():
+    """Three documents in 4,000 groups: the click oracle's sums run over 12,000 members, so the objective's rounding
+    allowance counts them (``γ`` of the members and the groups, not of the three documents), and the oracle's float64
+    loss is within it of the exact rational loss over the groups' pairs."""
+    from fractions import Fraction
+
+    from cvxrank import rounding
+
+    X = np.array([[1.0, 0.3], [0.2, -0.7], [-0.4, 0.9]])
+    data = RankingData(X, y=np.zeros(3, dtype=np.int64), qid=np.zeros(3, dtype=np.int64))
+    k = 4000
+    rng = np.random.default_rng(0)
+    group, document = np.repeat(np.arange(k), 3), np.tile(np.arange(3), k)
+    weight = rng.uniform(0.1, 2.0, 3 * k)
+    groups = PreferenceGroups(data, group, document, weight)
+    problem = cr.RankingProblem(groups, lam=0.5)
+    w = np.array([0.8, -1.1])
+    s = X @ w
+    W = groups.document_weights() / (2 * problem.lam)
+    summed = rounding.gamma(groups.n_members + groups.n_groups) * float(np.sum(W * (1.0 + s - s.min())))
+    bound = rounding.primal_rounding(problem, w)
+    assert bound >= summed > 500 * rounding.gamma(3 + 3 + rounding.SLACK) * float(np.sum(W * (1.0 + s - s.min())))
+    computed = problem.lam * float(w @ w) + DocumentOracle.from_groups(groups).evaluate_scores(s).loss
+    exact = Fraction(problem.lam) * sum(Fraction(float(v)) ** 2 for v in w)
+    sf = [sum(Fraction(float(X[d, j])) * Fraction(float(w[j])) for j in range(2)) for d in range(3)]
+    for g in range(k):  # the pairs (i, j) of a group at cost a_i: i above j by less than 1
+        for a in range(3):
+            for b in range(3):
+                if a != b:
+                    exact += Fraction(float(weight[3 * g + a])) * max(Fraction(0), 1 - (sf[a] - sf[b]))
+    assert abs(Fraction(computed) - exact) <= Fraction(2 * problem.lam * bound)
