@@ -132,6 +132,8 @@ def test_bench_native_shapes_reports_the_bar_and_the_peak_over_x(tmp_path, capsy
     for r in rows:
         assert r["status"] == "optimal" and r["relative_gap"] <= 1e-6 and r["max_planes"] == 8
         assert r["peak_over_x"] > 0 and r["floor_passes"] == pytest.approx(r["seconds"] / r["eval_seconds"])
+        # the floor pass is timed before each round of solves, and its median is the row's
+        assert len(r["eval_seconds_each"]) == 1 and r["eval_seconds"] == r["eval_seconds_each"][0] > 0
         assert r["bar"] == (r["seconds"] <= 100 * r["eval_seconds"] + 0.020)
 
 

@@ -157,7 +157,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shapes-lams", default="0.05,0.5,5,500", metavar="L1,L2",
                         help="shapes: values of lambda (default 0.05,0.5,5,500)")
     parser.add_argument("--shapes-repeat", type=int, default=2,
-                        help="shapes: solves per (shape, lambda); the median time and the spread are reported (default 2)")
+                        help="shapes: solves per (shape, lambda), each round after a floor pass timed in this "
+                             "process; the median time, the spread and the time over the median floor pass are "
+                             "reported (default 2)")
     parser.add_argument("--shapes-time-limit", type=float, default=60.0,
                         help="shapes: seconds per solve, a safety net (status user_limit; default 60)")
     parser.add_argument("--shapes-memory", action="store_true",
@@ -1045,7 +1047,7 @@ def _shapes(args, tau, mu):
     note = _svmrank_note()
     rows = []
     print("\n== shapes: solve(problem, 'cutting_plane', tol) through the door; floor p. = time / one floor pass "
-          "(X w, X^T v, argsort of m) of this process; fixed = door time - the solver's own time (checks, cost table, oracle, certificate)")
+          "(X w, X^T v, argsort of m) of this process, timed between the solves (median); fixed = door time - the solver's own time (checks, cost table, oracle, certificate)")
     if note:
         print(f"  {note}")
     print(f"  {'shape':40s} {'lambda':>7s} {'time':>9s} {'spread':>7s} {'calls':>6s} {'floor p.':>9s} {'fixed':>8s} "
@@ -1056,7 +1058,6 @@ def _shapes(args, tau, mu):
             print(f"  {label}")
             continue
         costs = cost_table(data, tau, mu)
-        one = _floor_pass(data.X)  # X w, Xᵀ v and an argsort of the m scores: the least an oracle call does
         X = data.X
         x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if hasattr(X, "indptr") else X.nbytes
         print(f"  {label}: {data.n_documents:,} documents, {data.n_features} features, {costs.total_pairs:,} pairs",
@@ -1067,8 +1068,11 @@ def _shapes(args, tau, mu):
             options = {"tol": args.tol, "time_limit": args.shapes_time_limit, "max_planes": args.shapes_max_planes,
                        "pair_cd": pair_cd}
             times = {r: [] for r in runs}
-            own, last = {r: [] for r in runs}, {}
+            own, last, passes = {r: [] for r in runs}, {}, []
             for _ in range(args.shapes_repeat):
+                # X w, Xᵀ v and an argsort of the m scores, the least an oracle call does: measured between the
+                # solves, so that a change of the machine's load between them moves both sides of the ratio
+                passes.append(_floor_pass(data.X, FLOOR_PASS_REPEAT))
                 for r in runs:  # several first points or threshold settings: their solves alternate
                     start, threshold = r
                     with warnings.catch_warnings():
@@ -1080,7 +1084,7 @@ def _shapes(args, tau, mu):
                         own[r].append(float(last[r].solve_time))
             for r in runs:  # SVMrank (when on the PATH) once per (shape, lambda): beside the first row
                 rows.append(_shape_row(args, problem, {**options, "threshold": THRESHOLDS[r[1]]}, name, label, lam,
-                                       r, times[r], own[r], last[r], one, x_bytes, costs,
+                                       r, times[r], own[r], last[r], passes, x_bytes, costs,
                                        note if r == runs[0] else "once", tau, mu, data))
         del data
         gc.collect()
@@ -1092,11 +1096,15 @@ def _shapes(args, tau, mu):
 #: ``--shapes-threshold``'s values as ``solve(..., threshold=...)`` takes them.
 THRESHOLDS = {"auto": None, "on": True, "off": False}
 
+#: Floor passes timed (their median, after one untimed) before each round of a shape row's solves.
+FLOOR_PASS_REPEAT = 3
 
-def _shape_row(args, problem, options, name, label, lam, run, times, own, res, one, x_bytes, costs, note, tau, mu,
-               data) -> dict:
+
+def _shape_row(args, problem, options, name, label, lam, run, times, own, res, passes, x_bytes, costs, note, tau,
+               mu, data) -> dict:
     """One row of the shape suite, printed: the median of the timed solves of ``run`` (the first point ``start``
-    and the ``--shapes-threshold`` setting), the bar,
+    and the ``--shapes-threshold`` setting) over the median of the floor passes ``passes`` timed between them, the
+    bar,
     and with ``--shapes-memory`` the peak of one more solve under tracemalloc. ``oracle_calls`` are the solve's; the
     first point's own work (products with ``X`` and sweeps, :mod:`cvxrank.native.start`) is in ``start_products`` and
     ``start_sweeps`` (its time is in ``seconds``). SVMrank runs only when ``note`` is None."""
@@ -1111,11 +1119,12 @@ def _shape_row(args, problem, options, name, label, lam, run, times, own, res, o
             warnings.simplefilter("ignore")
             solve(problem, "cutting_plane", start=start, **options)
         peak = m.peak_bytes / x_bytes
-    t = float(np.median(times))
+    t, one = float(np.median(times)), float(np.median(passes))
     fixed = float(np.median(np.subtract(times, own)))
     bar = t <= 100 * one + 0.020 and res.status == "optimal"
     row = {"instance": "shapes", "shape": name, "label": label, "lam": lam, "seconds": t,
            "seconds_each": times, "oracle_calls": int(res.extras["oracle_calls"]), "eval_seconds": one,
+           "eval_seconds_each": [float(p) for p in passes],
            "floor_passes": t / one, "fixed_seconds": fixed, "relative_gap": float(res.relative_gap),
            "status": res.status, "bar": bool(bar), "n_pairs": int(costs.total_pairs),
            "peak_over_x": peak, "max_planes": args.shapes_max_planes, "pair_cd": args.shapes_pair_cd,
