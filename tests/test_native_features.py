@@ -89,3 +89,32 @@ def test_warm_start_and_explicit_pairs_map_back():
         short = solve(RankingProblem(make_pairs(data), lam=0.5), "cutting_plane", tol=1e-12, max_iter=3)
     assert short.w.shape == (10,) and short.status != "optimal"
     assert short.lower_bound <= first.objective * (1 + 1e-9)  # whichever bound it kept, below the optimum
+
+
+def test_solver_x_is_the_matrix_every_oracle_call_reads(monkeypatch):
+    """solver_x: the data's X itself when nothing applies; a small CSR X that is not very sparse becomes dense with
+    its uninformative columns dropped, and the solve's oracle holds exactly that matrix."""
+    from cvxrank.native.cutting_plane import solver_x
+    from cvxrank.native.oracle import DENSE_MIN_ENTRIES, PairFreeOracle
+
+    plain = make_ranking(n_queries=4, docs_per_query=(5, 8), n_features=4, random_state=1)
+    X, fmap = solver_x(plain)
+    assert X is plain.X and fmap is None
+
+    rng = np.random.default_rng(0)
+    m, n = 400, DENSE_MIN_ENTRIES // 400 + 2  # just above the size from which a sparse X may be kept dense
+    dense = np.where(rng.random((m, n)) < 0.4, rng.standard_normal((m, n)), 0.0)
+    dense[:, 3] = 0.0  # no pair information
+    data = RankingData(sp.csr_matrix(dense), y=rng.integers(0, 3, m), qid=np.repeat(np.arange(20), m // 20))
+    X, fmap = solver_x(data)
+    assert isinstance(X, np.ndarray) and X.shape == (m, n - 1) and fmap is not None
+    np.testing.assert_array_equal(X, np.delete(dense, 3, axis=1))
+    held, original = {}, PairFreeOracle.from_data
+
+    def spy(*args, **kwargs):
+        held["X"] = kwargs["X"]
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(PairFreeOracle, "from_data", spy)
+    solve(RankingProblem(data, lam=5.0), "cutting_plane", tol=1e-6)
+    np.testing.assert_array_equal(held["X"], X)

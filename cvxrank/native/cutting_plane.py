@@ -73,7 +73,7 @@ from cvxrank.problem import RankingProblem
 from cvxrank.rounding import abs_scores, model_rounding, primal_rounding
 from cvxrank.solution import BackendReport, finish
 
-__all__ = ["CuttingPlaneRun", "blas_threads", "certifiable_gap", "cutting_plane"]
+__all__ = ["CuttingPlaneRun", "blas_threads", "certifiable_gap", "cutting_plane", "solver_x"]
 
 _EPS = np.finfo(np.float64).eps
 
@@ -745,6 +745,39 @@ def solve_cutting_plane(problem, **options):
     return _solve(problem, **options)
 
 
+def solver_x(data: RankingData) -> tuple:
+    """``(X, fmap)``: the feature matrix as the local solve keeps it for the papers' margin of 1, and the
+    :class:`~cvxrank.native.features.FeatureMap` back to the data's features (None when every feature is kept).
+
+    ``X`` is :func:`~cvxrank.native.oracle.stored_x` of ``data.X`` (a small sparse ``X`` that is not very sparse
+    becomes dense), with the columns that carry no pair information dropped and equal columns merged
+    (:func:`~cvxrank.native.features.feature_map`). It is ``data.X`` itself when neither applies. Every oracle call of
+    the solve reads this ``X``, so a floor pass of it is what the solve's own passes cost
+    (``cvxrank bench native --instances shapes``: the ``kept X`` column).
+
+    Parameters
+    ----------
+    data : RankingData
+
+    Returns
+    -------
+    X : ndarray of shape (m, r) or scipy.sparse CSR matrix of shape (m, n)
+        float64, or float32 as stored; ``r`` the features kept (``fmap.n_reduced``), ``n`` when ``fmap`` is None.
+    fmap : FeatureMap or None
+
+    Examples
+    --------
+    >>> from cvxrank.datasets import make_ranking
+    >>> data = make_ranking(n_queries=3, n_features=4, random_state=0)
+    >>> X, fmap = solver_x(data)
+    >>> X is data.X, fmap is None          # dense, every column informative: the data's own X
+    (True, True)
+    """
+    X = stored_x(data.X)
+    fmap = feature_map(X, data.query_index)  # None unless some features carry no information
+    return (X, None) if fmap is None else (fmap.reduce_x(X), fmap)
+
+
 def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 10_000,
            time_limit: float | None = None, warm_start_w=None, client=None, **options):
     """The backend of ``solve(problem, "cutting_plane")``: the pair-free cutting-plane method.
@@ -825,10 +858,7 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         if n_shards is not None:
             raise ValidationError("n_shards needs a dask client")
         if variant.margin is None:
-            X = stored_x(problem.data.X)
-            fmap = feature_map(X, problem.data.query_index)  # None unless some features carry no information
-            if fmap is not None:
-                X = fmap.reduce_x(X)
+            X, fmap = solver_x(problem.data)
             oracle = PairFreeOracle.from_data(problem.data, costs, threads=oracle_threads, kernel=oracle_kernel, X=X)
             del X  # a dense copy made here lives in the oracle only
         else:
