@@ -181,6 +181,7 @@ def test_subgradient_without_polish_is_honest(small):
     assert np.all(np.diff(hist["objective"]) <= 1e-12)  # best objective never increases
 
 
+@pytest.mark.slow  # (2.7 s; the subgradient method on the hinge form is in the fast cases above)
 def test_subgradient_on_any_formulation_solves_the_same_problem(small):
     a = solve(build_primal(small.pairs, C=small.C), "subgradient")
     b = solve(build_hinge(small.pairs, weights=small.weights, lam=small.lam), "subgradient")
