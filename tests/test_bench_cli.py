@@ -129,6 +129,12 @@ def test_bench_native_shapes_reports_the_bar_and_the_peak_over_x(tmp_path, capsy
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "peak/X" in text and "bar met on" in text and "against a floor pass of the X the solver keeps" in text
+    # the machine, whose numpy sort makes much of the floor pass, goes with the figures
+    from cvxrank.study.report import simd_extensions
+
+    assert text.startswith("machine: ") and (", ".join(simd_extensions()) or "no SIMD") in text.splitlines()[0]
+    env = json.loads(out.read_text())["environment"]
+    assert env["simd"] == simd_extensions() and env["cores"] >= 1 and env["packages"]["numpy"] == np.__version__
     assert "the solver keeps X as" not in text  # (said only of a shape whose X the solver changes)
     rows = [r for r in json.loads(out.read_text())["rows"] if r.get("instance") == "shapes" and "lam" in r]
     assert [r["lam"] for r in rows] == [5.0, 500.0]

@@ -539,6 +539,26 @@ def test_cpu_model_says_more_than_a_bare_model_name(monkeypatch):
                                   "virtual machine)")
 
 
+def test_simd_extensions_are_those_numpy_found_and_did_not_switch_off():
+    """The list follows numpy's own record: a process that switches off what numpy found here reports none of it."""
+    import subprocess
+
+    from cvxrank.study import report
+
+    found = report.simd_extensions()
+    assert all(isinstance(name, str) for name in found) and report.environment()["simd"] == found
+    if not found:
+        pytest.skip("numpy dispatches to no SIMD extension beyond its baseline on this machine")
+    code = "from cvxrank.study.report import simd_extensions; print(','.join(simd_extensions()))"
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(found)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    if len(found) > 1:  # the widest switched off: the others stay
+        env["NPY_DISABLE_CPU_FEATURES"] = found[-1]
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip().split(",") == found[:-1]
+
+
 def test_every_curve_of_a_performance_profile_has_its_own_legend_entry():
     import matplotlib
 

@@ -1249,10 +1249,14 @@ def check_args(args) -> tuple[list, set, float, object]:
 
 def run(args) -> int:
     from cvxrank.datasets import make_ohsumed_like, make_web_like
+    from cvxrank.study.report import environment
 
     instances, skip, lam, costs = check_args(args)
     tau, mu = costs.tau, costs.mu
-    out = {"rows": [], "meta": []}
+    env = environment()  # the floor pass's sort moves with numpy's SIMD extensions: the JSON keeps the machine
+    print(f"machine: {env['cpu']}, {env['cores']} cores; numpy {env['packages'].get('numpy', '?')} with "
+          f"{', '.join(env['simd']) or 'no SIMD extensions beyond its baseline'}; BLAS {', '.join(env['blas'])}")
+    out = {"rows": [], "meta": [], "environment": env}
     for name in instances:
         if name == "scaling":
             rows, meta = _scaling(args)

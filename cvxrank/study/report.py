@@ -28,7 +28,7 @@ from cvxrank.study.summary import (
     success_rates,
 )
 
-__all__ = ["blas_libraries", "cpu_model", "environment", "write_report"]
+__all__ = ["blas_libraries", "cpu_model", "environment", "simd_extensions", "write_report"]
 
 #: Packages whose versions a report lists (when installed).
 PACKAGES = ("cvxrank", "cvxpy", "numpy", "scipy", "pandas", "clarabel", "ecos", "osqp", "scs", "threadpoolctl",
@@ -98,15 +98,33 @@ def blas_libraries() -> list[str]:
                    if lib.get("user_api") == "blas"})
 
 
+def simd_extensions() -> list[str]:
+    """The SIMD extensions this CPU has among those numpy's build dispatches to beyond its baseline, as numpy names
+    them (``numpy.show_runtime()``'s ``found``), e.g. ``["X86_V3", "X86_V4", "AVX512_ICL"]``; empty where numpy
+    does not say.
+
+    numpy's ``argsort`` takes the widest of them, and the floor pass of ``cvxrank bench native`` sorts the scores:
+    its counts compare only between runs with the same list (docs/native.md, "Measurements (2026-11-28, 05:35)").
+    """
+    try:  # numpy's own record of what it found (private: numpy 2 moved it from numpy.core to numpy._core)
+        try:
+            from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+        except ImportError:  # pragma: no cover - numpy 1.x
+            from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:  # pragma: no cover - a numpy without it
+        return []
+    return [name for name in __cpu_dispatch__ if __cpu_features__.get(name)]
+
+
 def environment() -> dict:
-    """CPU, cores, OS, Python, BLAS and package versions."""
+    """CPU, cores, the SIMD extensions numpy uses (:func:`simd_extensions`), OS, Python, BLAS and package versions."""
     versions = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "platform": platform.platform(),
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "simd": simd_extensions(), "platform": platform.platform(),
             "python": sys.version.split()[0], "blas": blas_libraries(), "packages": versions}
 
 
