@@ -180,7 +180,9 @@ def add_arguments(parser) -> None:
                         help="shapes: the cutting planes' first point, any of auto, regression, zero (default auto: "
                              "the grades' least-squares fit, scaled, on problems of at most 10,000 documents); "
                              "several: one row each, their solves alternating")
-    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write every figure as JSON, with the machine as 'environment' (CPU, cores, the "
+                             "SIMD extensions numpy sorts with, BLAS, package versions: the floor pass depends on them)")
 
 
 # -- measuring ---------------------------------------------------------------------
@@ -1255,7 +1257,7 @@ def run(args) -> int:
     tau, mu = costs.tau, costs.mu
     env = environment()  # the floor pass's sort moves with numpy's SIMD extensions: the JSON keeps the machine
     print(f"machine: {env['cpu']}, {env['cores']} cores; numpy {env['packages'].get('numpy', '?')} with "
-          f"{', '.join(env['simd']) or 'no SIMD extensions beyond its baseline'}; BLAS {', '.join(env['blas'])}")
+          f"{', '.join(env['simd']) or 'no SIMD extensions beyond its baseline'}; BLAS {', '.join(env['blas']) or 'not found'}")
     out = {"rows": [], "meta": [], "environment": env}
     for name in instances:
         if name == "scaling":
