@@ -58,6 +58,42 @@ def test_every_test_the_reliability_page_names_exists():
     assert len(names) > 40 and not missing, missing
 
 
+def heading_ids(markdown_text: str) -> set[str]:
+    """The ids the docs build gives a page's headings (Python-Markdown's toc, as mkdocs.yml configures it)."""
+    import markdown
+
+    md = markdown.Markdown(extensions=["toc", "pymdownx.superfences"])
+    md.convert(markdown_text)
+    ids, todo = set(), list(md.toc_tokens)
+    while todo:
+        token = todo.pop()
+        ids.add(token["id"])
+        todo.extend(token["children"])
+    return ids
+
+
+def test_every_link_of_the_readme_reaches_its_file_and_heading():
+    """Fast: each relative link of README.md names a file of the repository, and a `#heading` after a docs page is
+    one of that page's headings (the strict build checks the links between the pages themselves)."""
+    readme = (ROOT / "README.md").read_text()
+    code_free = re.sub(r"```.*?```", "", readme, flags=re.S)
+    links = re.findall(r"\]\(([^)\s]+)\)", code_free)
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(local) > 10, local
+    ids, broken = {}, []
+    for link in local:
+        path, _, anchor = link.partition("#")
+        if path and not (ROOT / path).exists():
+            broken.append(link)
+        elif anchor:
+            target = ROOT / (path or "README.md")
+            if target not in ids:
+                ids[target] = heading_ids(target.read_text())
+            if anchor not in ids[target]:
+                broken.append(link)
+    assert not broken, broken
+
+
 def page(site, name) -> str:
     return (site / name / "index.html").read_text()
 
