@@ -189,5 +189,5 @@ def dense_rows(X, index) -> np.ndarray:
     index = np.asarray(index)
     if sp.issparse(X):
         return X[index].toarray().astype(np.float64, copy=False)
-    # np.take rather than X[index]: a little faster for rows of a 2-D array (docs/native.md, Measurements)
+    # np.take rather than X[index]: a little faster for rows of a 2-D array (docs/native-measurements.md)
     return np.take(X, index, axis=0).astype(np.float64, copy=False)

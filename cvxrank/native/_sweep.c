@@ -950,7 +950,7 @@ static inline uint64_t xorshift(uint64_t *s)
  * PAIR_BURST and at most PAIR_BURST_MAX. Fewer than 8 in a row cost passes in the time of one pass in the stored
  * order, a query's pairs all in a row 3x the passes (and 32 in a row, on queries of 8-14 documents, no convergence
  * in 10,000 passes); where a query has thousands of active pairs, 64 of them in a row keep its rows in cache: on
- * the sparse shape of the benchmark 0.84x the time of bursts of 8 in the same passes (docs/native.md). */
+ * the sparse shape of the benchmark 0.84x the time of bursts of 8 in the same passes (docs/native-measurements.md). */
 #ifndef PAIR_BURST
 #define PAIR_BURST 8
 #endif

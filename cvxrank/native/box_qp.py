@@ -10,7 +10,7 @@ solved in two stages:
    ``Q + Z_l X^{-1} + Z_u (U - X)^{-1}``, positive definite however singular ``Q`` is (a Gram matrix ``D Dᵀ`` of pair
    differences with more pairs than features, a pair twice, or a difference the sum of others). Ten to fifteen
    iterations reach a relative accuracy near ``1e-12`` whatever the active set, where an active-set method can
-   wander through hundreds of faces of a degenerate box (measured: ``docs/native.md``).
+   wander through hundreds of faces of a degenerate box (measured: ``docs/native-measurements.md``).
 2. **A projected Newton polish** (Bertsekas 1982, with a Levenberg regularisation) from the interior point: at
    ``x`` with gradient ``g = Q x + c``, the ε-active set ``A = {x_i <= ε_i, g_i > 0} ∪ {x_i >= u_i - ε_i, g_i < 0}``
    is held (a diagonally scaled gradient step there), the free set ``F`` takes the step
@@ -38,7 +38,7 @@ __all__ = ["BoxQPResult", "box_qp"]
 #: With ``warm=True`` (:func:`box_qp`) the interior-point method starts this share of its bound inside the box from
 #: ``x0`` (its multipliers come from the gradient there, as from ``u/2``): on the bands of the real sample's first
 #: jumps (228-290 pairs, λ = 0.05-500) the smoothed Newton phase's ``α`` took 9-10 iterations to ``1e-11`` where
-#: ``u/2`` took 12-16 (docs/native.md, "Measurements (2026-11-27, 14:45)"); 0.1 took 10-12 and 0.3 11-15.
+#: ``u/2`` took 12-16 (docs/native-measurements.md, "Measurements (2026-11-27, 14:45)"); 0.1 took 10-12 and 0.3 11-15.
 WARM_PUSH = 0.02
 
 

@@ -236,7 +236,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         before an automatic ``pair_cd``); beyond, the lighter ones are aggregated
         (:class:`~cvxrank.native.bundle.Bundle`), so the planes' memory stays ``max_planes x n`` floats: for
         sparse data with many features, where the planes outweigh ``X``. It costs oracle calls where the model
-        needs more planes than that (docs/native.md, "Measurements"). Not with ``keep_points``.
+        needs more planes than that (docs/native-measurements.md). Not with ``keep_points``.
     stall_after : int, default 200
         Stop (status ``"stalled"``) when the gap has not shrunk by 0.1 % in this many iterations.
     keep_points : bool, default False
@@ -262,7 +262,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
         (:mod:`cvxrank.native.band_operator`), when its memory
         (:func:`~cvxrank.native.band_operator.hessian_free_bytes`) fits the budget. Off by default: on the sparse
         20,000-feature instance of ``cvxrank bench native --instances shapes`` it was slower than the planes
-        alone (docs/native.md, "Measurements (2026-11-26): Hessian-free Newton").
+        alone (docs/native-measurements.md, "Measurements (2026-11-26): Hessian-free Newton").
     pair_cd : bool or None, default None
         Dual coordinate descent over the pairs with exact finishes on the margin
         (:func:`~cvxrank.native.pair_cd.pair_cd`) instead of the Newton phase: for a sparse ``X`` with at least as
@@ -395,11 +395,11 @@ NEWTON_MAX_FEATURES = 2000
 #: relative gap is above :data:`PAIR_CD_GAP` after :data:`PAIR_CD_AFTER` oracle calls, or above the target after
 #: :data:`PAIR_CD_LATEST`. On the sparse 20,000-feature shape the planes (16 of them) certified λ = 500 in 133 calls
 #: and 0.17 s, where pair_cd took 0.46 s, and λ = 5,000 in 12 calls and 0.04 s (pair_cd: 0.22 s); at λ ≤ 200 their
-#: gap after 20 calls was 2.5e-2 or more and they had not certified 1e-6 after 1,500 calls (docs/native.md,
-#: "Measurements (2026-11-26, last)" and "(2026-11-26, close)"). Where they are plainly far off, the phases start
-#: sooner: a gap above :data:`PAIR_CD_EARLY_GAP` after :data:`PAIR_CD_EARLY` calls (on that shape 0.94 or more at
-#: λ ≤ 6, 0.46 at λ = 100, 0.033 at λ = 500, where the planes certify alone; the phases read no point of the
-#: planes, only their bounds, which are then near 0).
+#: gap after 20 calls was 2.5e-2 or more and they had not certified 1e-6 after 1,500 calls
+#: (docs/native-measurements.md, "Measurements (2026-11-26, last)" and "(2026-11-26, close)"). Where they are
+#: plainly far off, the phases start sooner: a gap above :data:`PAIR_CD_EARLY_GAP` after :data:`PAIR_CD_EARLY`
+#: calls (on that shape 0.94 or more at λ ≤ 6, 0.46 at λ = 100, 0.033 at λ = 500, where the planes certify alone;
+#: the phases read no point of the planes, only their bounds, which are then near 0).
 PAIR_CD_AFTER = 20
 PAIR_CD_GAP = 1e-3
 PAIR_CD_EARLY = 8
@@ -415,7 +415,7 @@ PAIR_CD_PLANES = 16
 #: planes at once, as before 2026-11-27). On one query of 600 documents with 200 features (make_ranking, 3,238 of
 #: its 120,000 pairs on the margin at λ = 0.5, none below) the Newton phase took 400-1,100 steps at one width, and
 #: the solve ended at 1.7e-3 (λ = 0.5) or at a 20 s limit (λ = 0.05); with this and :data:`NEWTON_WIDTH_STEPS`,
-#: certified (or at float64's floor) in 0.4-1.9 s (docs/native.md, "Measurements (2026-11-27, 21:00)").
+#: certified (or at float64's floor) in 0.4-1.9 s (docs/native-measurements.md, "Measurements (2026-11-27, 21:00)").
 AFTER_NEWTON = 1
 #: With :data:`AFTER_NEWTON` in force, the Newton phase ends after this many steps at one width while its band holds
 #: more pairs than there are documents (:func:`~cvxrank.native.newton.smoothed_newton`'s ``width_steps``). Of 150

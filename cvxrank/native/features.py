@@ -20,7 +20,7 @@ of group ``g``: orthonormal columns), ``X E`` has the column ``√k_g x_g`` per 
 the same values at ``w = Eu`` and the same duals (``‖Σ α_i Eᵀd_i‖ = ‖Σ α_i d_i‖``), so a bound of the reduced
 problem bounds (9). The real sample (``train.letor``: 300 features) has 93 features constant within every query
 and 7 duplicates: it is solved on 200 columns, and every Newton step's ``n x n`` algebra shrinks with them
-(the times: docs/native.md, "Measurements (2026-11-26, night)").
+(the times: docs/native-measurements.md, "Measurements (2026-11-26, night)").
 """
 
 from __future__ import annotations

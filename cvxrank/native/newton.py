@@ -72,8 +72,8 @@ BAND_BUDGET = 20_000
 #: with more pairs on the margin than the budget (all pairs between a boundary's tied documents; the budget is at
 #: most ``m``) the halvings took ``δ`` from 1.6e-2 to 3.8e-6 in one evaluation, the Newton step there failed and the
 #: phase ended (make_ranking, 25 queries x 20-40 documents, 400 features, 983 pairs on the margin against a budget
-#: of 705, λ = 0.05: 1.8e-2 after 828 calls; with 2, float64's floor after 651; docs/native.md, "Measurements
-#: (2026-11-27, 21:00)"). Never above :data:`BAND_BUDGET`, which the memory gate counts.
+#: of 705, λ = 0.05: 1.8e-2 after 828 calls; with 2, float64's floor after 651; docs/native-measurements.md,
+#: "Measurements (2026-11-27, 21:00)"). Never above :data:`BAND_BUDGET`, which the memory gate counts.
 BUDGET_AFTER_SHRINK = 2.0
 
 
@@ -540,8 +540,8 @@ def _on_margin(D, G, nu, c, w):
     whose boundaries hold many pairs at once). The interior-point method ends about ``1e-11`` inside its tolerance
     in ``ν``, but ``F`` is not smooth at ``w*`` and its error follows ``‖w - w*‖``, the square root: on make_ranking
     data with 300 features at λ = 0.5 the point was 5.1e-7 above its bound where the corrected one was 5.8e-14
-    (docs/native.md, "Measurements (2026-11-27, 14:45)"). Any ``w`` is an upper point, as its ``F`` is computed
-    exactly by the caller."""
+    (docs/native-measurements.md, "Measurements (2026-11-27, 14:45)"). Any ``w`` is an upper point, as its ``F``
+    is computed exactly by the caller."""
     free = np.flatnonzero((nu > MARGIN_FREE * c) & (nu < (1.0 - MARGIN_FREE) * c))
     if free.size == 0:
         return w
@@ -628,12 +628,12 @@ POLISH_STEPS = 10
 #: grades, a boundary's documents tie at the optimum and more pairs than features sit on the margin; the band then
 #: never thins to 1.5 ``n`` and the Newton steps crawl (make_ranking, 15 queries x 50-100 documents, 300 features,
 #: seed 2, λ = 0.5: 800 evaluations at δ = 7.6e-6 with a band of 649 pairs, ``optimal_inaccurate`` at 1.7e-5; with
-#: the jump certified after 269 calls; docs/native.md, "Measurements (2026-11-27, 18:45)").
+#: the jump certified after 269 calls; docs/native-measurements.md, "Measurements (2026-11-27, 18:45)").
 CRAWL = 30
 #: The largest relative gap at which :data:`CRAWL`'s wide jump runs: further from the optimum its sets are not yet
 #: the margin's, and at λ = 0.05 on the data above ten such jumps (about 900 pairs each, a box QP of that size) only
 #: raised the lower bound, at 2.4-4.6x the time; 1e-3 left 20 queries x 50-100 documents with 200 features at
-#: λ = 0.05 at 2.9e-4 (docs/native.md, "Measurements (2026-11-27, 18:45)").
+#: λ = 0.05 at 2.9e-4 (docs/native-measurements.md, "Measurements (2026-11-27, 18:45)").
 WIDE_GAP = 1e-2
 #: Links of the wide jump's chain that run even when the last one did not lower ``F`` by a tenth of the gap and the
 #: counts of the listing at its point are those it solved on (the rule that ends the chains otherwise): a wide
@@ -647,7 +647,7 @@ WIDE_LINKS = 1
 #: 2026-11-27). On make_ranking data with 200-300 features at λ = 0.05 the steps at the first width (δ = 0.125,
 #: about 600 band pairs) brought the smoothed gap to 0.045 (the gap 0.17), then a step threw it back to 15 and the
 #: phase ended as stalled; the planes after it made no progress in 20 s. Going on from there, the solves end at
-#: float64's floor in 1-3 s (docs/native.md, "Measurements (2026-11-27, 18:45)").
+#: float64's floor in 1-3 s (docs/native-measurements.md, "Measurements (2026-11-27, 18:45)").
 STALL_SHRINK = 1
 
 #: Most jumps in a row (:func:`smoothed_newton`): each next one takes its sets at the last one's point
@@ -657,7 +657,7 @@ STALL_SHRINK = 1
 #: gain is followed only when a link after the next one is left (so the last link runs only after a gain). On
 #: make_ranking data with 200 features at λ = 0.05 the retry's point held, in its own listing, the pair on the margin
 #: still missing, and a chain that stopped after the retry took 1,314 and 1,525 calls where it now takes 49 and 143
-#: (docs/native.md, "Measurements (2026-11-27, 21:00)").
+#: (docs/native-measurements.md, "Measurements (2026-11-27, 21:00)").
 JUMP_CHAIN = 4
 
 #: Width of the chain's sets (:func:`smoothed_newton`): after the first jump (on the band), each next one takes the
@@ -665,7 +665,7 @@ JUMP_CHAIN = 4
 #: force). The graded documents of ``cvxrank bench clicks``' hard instance (10,000 documents, 100 features) needed
 #: the wider set: 682 calls and ``optimal_inaccurate`` with only the width in force. Until 2026-11-26 the chain
 #: first took the ``n`` nearest within the width in force and this wider set only when that stopped gaining; on the
-#: real sample (μ balanced) the narrower set never gained and cost a pass and a box QP (``docs/native.md``).
+#: real sample (μ balanced) the narrower set never gained and cost a pass and a box QP (``docs/native-measurements.md``).
 WIDE_WIDTH = 0.02
 
 #: Most pairs per feature in the jump chain's retry (:func:`smoothed_newton`; and at most ``sqrt(DENSE_ENTRIES)``,
@@ -673,11 +673,11 @@ WIDE_WIDTH = 0.02
 #: the width listed too rather than held at their bound): with grades, a boundary's documents tie at the optimum
 #: and more pairs than features sit on the margin (make_ranking, 20 queries x 50-100 documents, 200 features,
 #: λ = 5: 311 pairs on it, 193 below; with 1.5 ``n`` = 300 pairs the chain never closed the gap, 2.5e-5 and
-#: ``optimal_inaccurate`` after 306 calls; docs/native.md, "Measurements (2026-11-27, 14:45)"). Also the cap of
-#: :data:`CRAWL`'s wide jump. On separable data all pairs between a boundary's tied documents sit on the margin:
-#: 5 queries x 100-200 documents with 150 features (seed 3, λ = 0.5) has 667 there, more than 4 ``n`` = 600, and
-#: every wide jump failed (1,024 calls); with 6 ``n``, 186 calls (196 with :data:`BUDGET_AFTER_SHRINK`;
-#: docs/native.md, "Measurements (2026-11-27, 21:00)").
+#: ``optimal_inaccurate`` after 306 calls; docs/native-measurements.md, "Measurements (2026-11-27, 14:45)").
+#: Also the cap of :data:`CRAWL`'s wide jump. On separable data all pairs between a boundary's tied documents sit on
+#: the margin: 5 queries x 100-200 documents with 150 features (seed 3, λ = 0.5) has 667 there, more than 4 ``n`` =
+#: 600, and every wide jump failed (1,024 calls); with 6 ``n``, 186 calls (196 with :data:`BUDGET_AFTER_SHRINK`;
+#: docs/native-measurements.md, "Measurements (2026-11-27, 21:00)").
 JUMP_WIDE = 6.0
 #: The scores' factor that leaves in ``V`` only the pairs in the wrong order (:func:`_margin_set` ``below``: the
 #: pairs with a margin below ``1 / BELOW_SCALE``, or below ``max |s| / 1e300`` where the product would overflow).
@@ -699,7 +699,7 @@ JUMP_FEATURES = 1.5
 #: others: the Newton step is orders of magnitude too long there, the line search cuts it back along the same poor
 #: direction, and on make_ranking data with 100-300 features at λ = 0.05-5 the phase stalled (planes for hundreds of
 #: calls after it, up to 10 s); ``(H + μI)⁻¹ g`` turns the step towards the gradient in those directions
-#: (docs/native.md, "Measurements (2026-11-27, 12:40)").
+#: (docs/native-measurements.md, "Measurements (2026-11-27, 12:40)").
 DAMPING_SCALE = 1e-3
 DAMPING_SHORT = 0.25
 DAMPING_GROWTH = 4.0

@@ -706,7 +706,7 @@ def stored_x(X):
     A sparse ``X`` that is not very sparse (:data:`DENSE_SHARE` of its entries stored or more) and small
     (:data:`DENSE_MIN_ENTRIES` to :data:`DENSE_MAX_ENTRIES` entries, at most 32 MB dense in float64) is kept
     dense: its products are BLAS calls and the Newton phase's band rows need no conversion. On the real
-    sample (3,005 x 300, 32 % stored) a certified solve took 0.77-0.85x the time (docs/native.md, "Measurements").
+    sample (3,005 x 300, 32 % stored) a certified solve took 0.77-0.85x the time (docs/native-measurements.md).
     Below the lower size both forms take microseconds and ``X`` is kept as given."""
     if sp.issparse(X):
         X = X.tocsr()

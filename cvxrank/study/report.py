@@ -104,7 +104,8 @@ def simd_extensions() -> list[str]:
     does not say.
 
     numpy's ``argsort`` takes the widest of them, and the floor pass of ``cvxrank bench native`` sorts the scores:
-    its counts compare only between runs with the same list (docs/native.md, "Measurements (2026-11-28, 05:35)").
+    its counts compare only between runs with the same list (docs/native-measurements.md, "Measurements
+    (2026-11-28, 05:35)").
     """
     try:  # numpy's own record of what it found (private: numpy 2 moved it from numpy.core to numpy._core)
         try:
