@@ -665,7 +665,8 @@ JUMP_CHAIN = 4
 #: force). The graded documents of ``cvxrank bench clicks``' hard instance (10,000 documents, 100 features) needed
 #: the wider set: 682 calls and ``optimal_inaccurate`` with only the width in force. Until 2026-11-26 the chain
 #: first took the ``n`` nearest within the width in force and this wider set only when that stopped gaining; on the
-#: real sample (μ balanced) the narrower set never gained and cost a pass and a box QP (``docs/native-measurements.md``).
+#: real sample (μ balanced) the narrower set never gained and cost a pass and a box QP
+#: (``docs/native-measurements.md``).
 WIDE_WIDTH = 0.02
 
 #: Most pairs per feature in the jump chain's retry (:func:`smoothed_newton`; and at most ``sqrt(DENSE_ENTRIES)``,
