@@ -1362,14 +1362,11 @@ static PyObject *pair_margin_sums(PyObject *self, PyObject *args)
 static long long project_boundary(const double *v, const double *sig, int64_t k0, int64_t k1, double *theta,
                                   double *out)
 {
-    double up = -INFINITY, down = -INFINITY;  /* the largest v above and below */
+    double up = -INFINITY, down = -INFINITY;  /* the largest v above and below (no branch on the side: selects) */
     for (int64_t k = k0; k < k1; k++) {
-        if (sig[k] > 0) {
-            up = v[k] > up ? v[k] : up;
-        }
-        else {
-            down = v[k] > down ? v[k] : down;
-        }
+        double a = sig[k] > 0 ? v[k] : -INFINITY, b = sig[k] > 0 ? -INFINITY : v[k];
+        up = a > up ? a : up;
+        down = b > down ? b : down;
     }
     double th = 0.0;
     long long steps = 0;
@@ -1395,13 +1392,12 @@ static long long project_boundary(const double *v, const double *sig, int64_t k0
         double e = 0.0, size = 0.0;
         int64_t active = 0;
         steps++;
-        for (int64_t k = k0; k < k1; k++) {
+        for (int64_t k = k0; k < k1; k++) {  /* without a branch on the sign (half the entries are 0): + 0.0 */
             double u = v[k] - th * sig[k];
-            if (u > 0) {
-                e += sig[k] * u;
-                size += u;
-                active++;
-            }
+            double p = u > 0 ? u : 0.0;
+            e += sig[k] * p;
+            size += p;
+            active += u > 0;
         }
         if (isfinite(size) && fabs(e) <= 1e-14 * size) {  /* balanced to rounding: the root's piece */
             break;
