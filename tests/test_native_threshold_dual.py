@@ -367,3 +367,20 @@ def test_the_work_limit_holds_and_every_bound_stays_valid():
             res = solve(problem, "cutting_plane", tol=1e-12, pair_cd=True, threshold=True, max_iter=max_iter)
         assert res.extras["oracle_calls"] <= max_iter
         assert res.lower_bound <= optimum * (1 + 1e-12)
+
+
+@compiled
+def test_every_upper_bound_it_keeps_has_the_oracles_loss_in_it():
+    """Its upper points are summed by the oracle before a bound or a row takes them: with the oracle's loss made
+    larger by a constant, the returned ``F`` and every row's objective carry that constant."""
+    data = _wide(1)
+    optimum, ref = _optimum(data, 0.5, mu="balanced")
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    true_loss, extra = oracle.loss, 0.01 * optimum
+    oracle.loss = lambda w: true_loss(w) + extra
+    w, F, lower, _, _, rows, _ = threshold_dual(oracle, 0.5, upper=np.inf, lower=0.0, target=1e-8, max_calls=5_000)
+    assert w is not None and F == pytest.approx(0.5 * float(w @ w) + true_loss(w) + extra, rel=1e-14)
+    below = optimum - 2 * 0.5 * ref.gap_M  # Clarabel's certified lower bound
+    finite = [row["objective"] for row in rows if np.isfinite(row["objective"])]
+    assert finite and min(finite) >= below * (1 - 1e-12) + extra
+    assert lower <= optimum * (1 + 1e-12)

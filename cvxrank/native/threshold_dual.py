@@ -245,34 +245,51 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
         work["products"] += 1
         return oracle.scores(w)
 
-    def consider(w, s):  # the upper bound at w/m (s = X w), checked by the oracle when it would lower F_best
-        nonlocal F_best, w_best
+    pending = None  # (F, x): the best upper point not yet summed by the oracle, when it is below F_best
+
+    def consider(w, s):  # λ‖x‖² at x = w/m (s = X w); every margin of x is at least 1 but for rounding
+        nonlocal pending
         gap = _gap(s, bd)
         if not gap > 0:
             return np.inf
         x = w * ((1.0 + 1e-12) / gap)
         F = lam * float(x @ x)
-        if F < F_best:
-            F += oracle.loss(x)
-            work["calls"] += 1
-            if F < F_best:
-                F_best, w_best = F, x
+        if F < (F_best if pending is None else pending[0]):
+            pending = (F, x)
         return F
 
-    def bound(nu):  # the flows' bound; a better one replaces lower (with its rounding allowance)
-        nonlocal lower, w_lower, lower_rounding
+    def check():  # the pending point's F by the oracle (its loss, ~0), kept when it lowers F_best
+        nonlocal F_best, w_best, pending
+        if pending is not None:
+            F, x = pending
+            F += oracle.loss(x)
+            work["calls"] += 1
+            pending = None
+            if F < F_best:
+                F_best, w_best = F, x
+
+    lower_flows = None  # the flows of the best bound while its rounding allowance is still to be computed
+
+    def bound(nu):  # the flows' bound; a better one replaces lower (its rounding allowance: rounding())
+        nonlocal lower, w_lower, lower_flows
         work["products"] += 1
         fl = flows(oracle, bd, lam, nu)
         if fl.value > lower:
-            work["products"] += 1  # (|X|ᵀ V)
-            lower, w_lower = fl.value, fl.u / (2.0 * lam)
-            lower_rounding = fl.rounding(oracle.X, bd, lam)
+            lower, w_lower, lower_flows = fl.value, fl.u / (2.0 * lam), fl
         return fl
 
+    def rounding():  # the rounding allowance of the best flows' bound, once a proof or the caller reads it
+        nonlocal lower_rounding, lower_flows
+        if lower_flows is not None:
+            work["products"] += 1  # (|X|ᵀ V)
+            lower_rounding, lower_flows = lower_flows.rounding(oracle.X, bd, lam), None
+        return lower_rounding
+
     def proven():
+        check()
         extra = None
         if allowance is not None and w_best is not None and F_best - lower <= target * F_best:
-            extra = allowance(w_best) + 2.0 * lam * (lower_rounding or 0.0)
+            extra = allowance(w_best) + 2.0 * lam * (rounding() or 0.0)
         return target_proven(F_best, lower, target, extra)
 
     # the gradient's Lipschitz constant ‖A‖² (A: the rows σ_k x_{j_k}), from below by power iteration, then with room
@@ -337,6 +354,7 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
                 nu, w_nu, g_nu = projected, w_p, g_p
                 z, w_z, t_k = nu, w_nu, 1.0
                 fl = bound(nu)
+        check()  # (the finish's looks leave their best point pending)
         rel = (F_best - lower) / F_best if np.isfinite(F_best) and F_best > 0 else np.inf
         elapsed = time.perf_counter() - start
         rows.append({"evaluations": spent(), "objective": F_best, "dual_objective": lower, "relative_gap": rel,
@@ -356,6 +374,8 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
             break
         if deadline is not None and elapsed >= deadline:
             break
+    check()
+    rounding()
     if verbose:
         print(f"threshold  ends: {reason}", flush=True)
     return w_best, F_best, lower, w_lower, spent(), rows, lower_rounding
@@ -371,16 +391,16 @@ def _finish(oracle, bd, nu, w_nu, s_nu, held, consider, lower, target, transpose
     Its own loop rather than :func:`cvxrank.native.newton._cg`: it carries ``w(x)`` and ``X w(x)`` along with ``x``
     (one update each per iteration), so a look at the upper bound costs no product, where ``_cg``'s check sees ``x``
     alone and would need both products again."""
-    doc, sig, m = bd.doc, bd.sig, oracle.n_documents
-    bk = bd.boundary
-    count = np.bincount(bk, held.astype(np.float64), minlength=bd.cost.shape[0])
+    m, B = oracle.n_documents, bd.cost.shape[0]
+    on = np.flatnonzero(held)  # the set's entries: the iterates are 0 off it
+    doc, sig, bk = bd.doc[on], bd.sig[on], bd.boundary[on]
+    count = np.bincount(bk, minlength=B).astype(np.float64)
+    share = np.divide(1.0, count, out=np.zeros(B), where=count > 0)
 
-    def restrict(p):  # onto {p = 0 off the set, Σ_b σ p = 0}
-        p = np.where(held, p, 0.0)
-        excess = np.bincount(bk, sig * p, minlength=count.shape[0])
-        return np.where(held, p - sig * np.divide(excess, count, out=np.zeros_like(excess), where=count > 0)[bk], 0.0)
+    def restrict(p):  # onto {Σ_b σ p = 0}, on the set's entries
+        return p - sig * (np.bincount(bk, sig * p, minlength=B) * share)[bk]
 
-    x, w_x, s_x = nu.copy(), w_nu.copy(), s_nu.copy()
+    x, w_x, s_x = nu[on], w_nu.copy(), s_nu.copy()
     r = restrict(0.5 - sig * s_x[doc])
     p, rr = r.copy(), float(r @ r)
     stop, last = 1e-24 * rr, np.inf
@@ -407,7 +427,9 @@ def _finish(oracle, bd, nu, w_nu, s_nu, held, consider, lower, target, transpose
             if F - lower <= target * F or (np.isfinite(last) and last - F <= FINISH_STALL * (last - lower)):
                 break
             last = min(last, F)
-    return x
+    out = np.zeros_like(nu)
+    out[on] = x
+    return out
 
 
 def _transpose_product(oracle):
