@@ -136,38 +136,6 @@ def test_threshold_step_and_the_product_reject_bad_input():
                              np.ones(2), out)
 
 
-@compiled
-@pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
-def test_the_transpose_product_skips_zero_rows_and_equals_scipys(share):
-    """``Xᵀ u`` of the phase equals scipy's bit for bit, with a share of ``u``'s entries 0 (those rows are not read),
-    and falls back to the oracle's product for a float32 ``X``."""
-    import scipy.sparse as sp
-
-    from cvxrank.native.threshold_dual import _transpose_product
-
-    data = _wide(0)
-    oracle = PairFreeOracle.from_data(data, cost_table(data))
-    rng = np.random.default_rng(1)
-    u = rng.standard_normal(oracle.n_documents)
-    u[rng.random(u.shape[0]) < share] = 0.0
-    product = _transpose_product(oracle)
-    assert getattr(product, "__self__", None) is not oracle  # the compiled product, not the oracle's method
-    assert np.array_equal(product(u), sp.csr_matrix(data.X).T @ u)
-    rows = sweep().rmatvec_rows(np.asarray(data.X.indptr, dtype=np.int64), data.X.indices, data.X.data, u,
-                                np.empty(oracle.n_features))
-    assert rows == np.count_nonzero(u)
-    single = RankingData(data.X, y=data.y, qid=data.qid, dtype=np.float32)
-    oracle32 = PairFreeOracle.from_data(single, cost_table(single))
-    assert oracle32.X.dtype == np.float32 and getattr(_transpose_product(oracle32), "__self__", None) is oracle32
-    X = sp.csr_matrix(data.X)
-    strided = sp.csr_matrix((np.repeat(X.data, 2)[::2], np.repeat(X.indices, 2)[::2], X.indptr), shape=X.shape)
-    viewed = RankingData(strided, y=data.y, qid=data.qid)
-    oracle_v = PairFreeOracle.from_data(viewed, cost_table(viewed))
-    if not oracle_v.X.data.flags.c_contiguous:  # a view kept as it is: the oracle's product
-        assert getattr(_transpose_product(oracle_v), "__self__", None) is oracle_v
-    assert np.array_equal(_transpose_product(oracle_v)(u), X.T @ u)
-
-
 def _pairs(data):
     """``(better, worse)`` of every within-query pair of different grades, in :func:`brute_force_pairs`' order."""
     y, qid = np.asarray(data.y), np.asarray(data.qid)

@@ -772,24 +772,26 @@ def _floor_pass(X, repeat: int = 5) -> float:
     """Median seconds of one floor pass: ``s = X w``, ``Xᵀ v`` and ``argsort`` of the ``m`` scores (1 BLAS thread).
 
     Any exact method on the pair-free oracle does at least this per oracle call. The products are the
-    oracle's functions (:mod:`cvxrank._float64`: float64 arithmetic, blocks of rows upcast when ``X`` is float32)
-    on the ``X`` given: the data's, or the one the solver keeps (:func:`~cvxrank.native.cutting_plane.solver_x`;
-    on the real sample a dense array without the columns that carry no pair information, whose pass takes about
-    half the CSR's), which the shape suite times too.
+    oracle's own (:func:`cvxrank.native.products.products`: compiled passes for a float64 CSR ``X``, else
+    :mod:`cvxrank._float64`'s float64 arithmetic) on the ``X`` given: the data's, or the one the solver keeps
+    (:func:`~cvxrank.native.cutting_plane.solver_x`; on the real sample a dense array without the columns that
+    carry no pair information, whose pass takes about half the CSR's), which the shape suite times too.
     """
-    from cvxrank._float64 import matvec, rmatvec
     from cvxrank.native.cutting_plane import blas_threads
+    from cvxrank.native.kernels import COMPILED
+    from cvxrank.native.products import products
 
     rng = np.random.default_rng(0)
     w = rng.standard_normal(X.shape[1])
     v = rng.standard_normal(X.shape[0])
     times = []
+    product = products(X, COMPILED)
     with blas_threads(1):
         for _ in range(repeat + 1):
             t0 = time.perf_counter()
-            s = matvec(X, w)
+            s = product.matvec(w)
             np.argsort(s)
-            rmatvec(X, v)
+            product.rmatvec(v)
             times.append(time.perf_counter() - t0)
     return float(np.median(times[1:]))
 

@@ -45,11 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from cvxrank._float64 import matvec, rmatvec
 from cvxrank._memory import check_memory
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.kernels import check_kernel, sweep
 from cvxrank.native.oracle import stored_x
+from cvxrank.native.products import products
 from cvxrank.native.variant_oracle import SquaredHingeResult
 from cvxrank.preference_groups import PreferenceGroups
 
@@ -342,6 +342,7 @@ class DocumentOracle:
                      f"the pair-free oracle of {groups.n_groups:,} groups ({members.shape[0]:,} members)",
                      "use a smaller log or fewer groups")
         self.X = stored_x(X if used.shape[0] == m else X[used])
+        self._products = products(self.X, self._compiled)
         self.documents = used
         self.n_pairs = groups.n_pairs
         sizes = groups.sizes[live]
@@ -378,11 +379,11 @@ class DocumentOracle:
         w = np.asarray(w, dtype=np.float64).ravel()
         if w.shape != (self.n_features,):
             raise ValidationError(f"w must have {self.n_features} entries, got {w.shape[0]}")
-        return matvec(self.X, w)
+        return self._products.matvec(w)
 
     def gradient(self, v) -> np.ndarray:
         """``Xᵀ v`` for a score vector ``v`` on :attr:`documents` (float64 arithmetic)."""
-        return rmatvec(self.X, v)
+        return self._products.rmatvec(v)
 
     def _check_scores(self, s) -> np.ndarray:
         s = np.asarray(s, dtype=np.float64).ravel()

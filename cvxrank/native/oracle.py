@@ -62,12 +62,13 @@ from itertools import pairwise
 import numpy as np
 import scipy.sparse as sp
 
-from cvxrank._float64 import dense_rows, matvec, rmatvec
+from cvxrank._float64 import dense_rows
 from cvxrank._validation import POSITIVE_INT
 from cvxrank.data import RankingData
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.costs import CostTable, cost_table, grade_counts
 from cvxrank.native.kernels import check_kernel, sweep
+from cvxrank.native.products import products
 
 __all__ = ["AUTO_THREADS_MIN", "OracleResult", "PairFreeOracle", "check_threads"]
 
@@ -234,6 +235,7 @@ class PairFreeOracle:
         if not np.all(np.isfinite(values)) or np.any(values < 0):
             raise ValidationError("pair weights must be non-negative and finite")
         self.X = X
+        self._products = products(X, self._compiled)
         self.values = np.tril(values, k=-1)
         self.grades = np.arange(G) if grades is None else np.asarray(grades)
         self.query_ids = np.arange(Q) if query_ids is None else np.asarray(query_ids)
@@ -323,7 +325,7 @@ class PairFreeOracle:
         X = self.X
         k = len(self._shards)
         if k == 1 or sp.issparse(X) or X.dtype != np.float64:
-            return matvec(X, w)
+            return self._products.matvec(w)
         # Rows in k blocks, one gemv each in a thread. OpenBLAS's gemv takes rows in groups (of 4) and the
         # left-over rows by another kernel: cuts at multiples of 256 rows keep every row's dot product
         # (its rounding) that of X @ w.
@@ -348,7 +350,7 @@ class PairFreeOracle:
 
     def gradient(self, v) -> np.ndarray:
         """``Xᵀ v``: the subgradient of the loss from a score gradient ``v`` (float64 arithmetic)."""
-        return rmatvec(self.X, v)
+        return self._products.rmatvec(v)
 
     def evaluate_scores(self, s, *, counts: bool = True, order=None) -> OracleResult:
         """Loss, ``v`` and counts for a score vector ``s`` (``gradient`` is None).

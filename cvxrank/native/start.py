@@ -36,7 +36,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cvxrank._float64 import matvec, rmatvec
 
 __all__ = ["START_ITERATIONS", "START_MAX_DOCUMENTS", "StartPoint", "regression_start"]
 
@@ -93,8 +92,8 @@ def regression_start(oracle, lam: float, *, iterations: int = START_ITERATIONS) 
     -------
     StartPoint
     """
-    X = oracle.X
-    n = X.shape[1]
+    n = oracle.n_features
+    matvec, rmatvec = oracle.scores, oracle.gradient
     qc = oracle._qc
     Q = oracle.query_ids.shape[0]
     size = np.bincount(qc, minlength=Q).astype(np.float64)
@@ -108,14 +107,14 @@ def regression_start(oracle, lam: float, *, iterations: int = START_ITERATIONS) 
     zero = StartPoint(np.zeros(n), 0.0, total, 0, 0)
     # CGLS on min ‖P X w - P y‖ from 0; the residual stays centred, so Xᵀ P r = Xᵀ r
     r = centred(y)
-    s = rmatvec(X, r)
+    s = rmatvec(r)
     products = 1
     p, gamma = s.copy(), float(s @ s)
     v = np.zeros(n)
     for _ in range(iterations):
         if not gamma > 0:
             break
-        q = centred(matvec(X, p))
+        q = centred(matvec(p))
         qq = float(q @ q)
         products += 1
         if not qq > 0:
@@ -123,7 +122,7 @@ def regression_start(oracle, lam: float, *, iterations: int = START_ITERATIONS) 
         a = gamma / qq
         v += a * p
         r -= a * q
-        s = rmatvec(X, r)
+        s = rmatvec(r)
         products += 1
         gamma_new = float(s @ s)
         p = s + (gamma_new / gamma) * p
@@ -131,7 +130,7 @@ def regression_start(oracle, lam: float, *, iterations: int = START_ITERATIONS) 
     vv = float(v @ v)
     if not (vv > 0 and np.isfinite(vv)):
         return zero
-    sv = matvec(X, v)
+    sv = matvec(v)
     products += 1
     order = oracle._order(sv)
     sv_o = sv[order]  # the scores sorted by query, then score: γ sv_o for every γ > 0

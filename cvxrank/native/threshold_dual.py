@@ -19,8 +19,8 @@ document and boundary, at most two per document, where (9) has one per pair (26,
 (the balance is the stationarity in the free ``t_b``). Its gradient costs one product with ``Xᵀ`` and one with
 ``X``, and the projection onto its feasible set is one shift per boundary (``_sweep.balance``). A step is one
 compiled pass besides the two products (``_sweep.threshold_step``: the gradient, the projection, the per-document
-sums and the sums the step's tests read), and the product with ``Xᵀ`` skips the documents off the support
-(``_sweep.rmatvec_rows``, a quarter of them on the 20,000-feature shape; the same sums as scipy's). This module
+sums and the sums the step's tests read), and the oracle's product with ``Xᵀ`` skips the documents off the support
+(:mod:`cvxrank.native.products`: a quarter of them on the 20,000-feature shape; the same sums as scipy's). This module
 maximises it by FISTA (Beck & Teboulle 2009) with backtracking on the step and O'Donoghue & Candès' (2015)
 gradient restart, and proves its points by two bounds on (9) itself:
 
@@ -55,7 +55,6 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
 from cvxrank.native.kernels import sweep
 from cvxrank.native.stopping import target_proven
@@ -235,7 +234,7 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
     def spent():
         return work["calls"] + (work["products"] + 1) // 2
 
-    transpose = _transpose_product(oracle)
+    transpose = oracle.gradient  # (compiled for a float64 CSR X: rows where u is 0 are not read)
 
     def w_of(nu):  # w(ν) = Xᵀ (per-document sums of σ ν)
         work["products"] += 1
@@ -430,24 +429,6 @@ def _finish(oracle, bd, nu, w_nu, s_nu, held, consider, lower, target, transpose
     out = np.zeros_like(nu)
     out[on] = x
     return out
-
-
-def _transpose_product(oracle):
-    """``u ↦ Xᵀ u``: for a float64 CSR ``X`` with contiguous int32 indices the compiled product that skips the rows
-    where ``u`` is 0 (``_sweep.rmatvec_rows``: the same sums in the same order as scipy's ``X.T @ u``; about a quarter of
-    the documents are off the support on the 20,000-feature shape), else the oracle's."""
-    X = oracle.X
-    if (not (sp.issparse(X) and X.format == "csr") or X.dtype != np.float64 or X.indices.dtype != np.int32
-            or not (X.data.flags.c_contiguous and X.indices.flags.c_contiguous)):  # (views of other arrays)
-        return oracle.gradient
-    indptr, indices, data, n = np.asarray(X.indptr, dtype=np.int64), X.indices, X.data, X.shape[1]
-
-    def product(u):
-        out = np.empty(n)
-        sweep().rmatvec_rows(indptr, indices, data, u, out)
-        return out
-
-    return product
 
 
 def _gap(s, bd):
