@@ -42,6 +42,11 @@ def test_compiled_products_are_scipys_bit_for_bit(share, seed):
         v[rng.random(X.shape[0]) < share] = 0.0
         assert np.array_equal(p.matvec(w), X @ w)
         assert np.array_equal(p.rmatvec(v), X.T @ v)
+        single = X.astype(np.float32)  # float32 values: the products of their exact float64 upcast
+        p32, upcast = products(single, True), single.astype(np.float64)
+        assert p32.compiled and not np.array_equal(upcast.data, X.data)
+        assert np.array_equal(p32.matvec(w), upcast @ w)
+        assert np.array_equal(p32.rmatvec(v), upcast.T @ v)
         read = sweep().rmatvec_rows(np.asarray(X.indptr, dtype=np.int64), X.indices, X.data, v,
                                     np.empty(X.shape[1]))
         assert read == np.count_nonzero(v)
@@ -49,8 +54,8 @@ def test_compiled_products_are_scipys_bit_for_bit(share, seed):
 
 @compiled
 def test_products_of_other_matrices_are_the_float64_functions():
-    """float32, int64 indices, a view with strided values, a dense array or ``compiled=False``: not the compiled
-    passes, and the same results as :mod:`cvxrank._float64`."""
+    """int64 indices, a view with strided values, a dense array (float64 or float32) or ``compiled=False``: not
+    the compiled passes, and the same results as :mod:`cvxrank._float64`."""
     from cvxrank._float64 import matvec, rmatvec
 
     X = sp.csr_matrix(sparse_wide(2).X)
@@ -59,8 +64,8 @@ def test_products_of_other_matrices_are_the_float64_functions():
     wide = X.copy()
     wide.indices, wide.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)  # (scipy would narrow them)
     strided = sp.csr_matrix((np.repeat(X.data, 2)[::2], X.indices, X.indptr), shape=X.shape)
-    others = {"float32": (X.astype(np.float32), True), "int64 indices": (wide, True), "dense": (X.toarray(), True),
-              "no compiled sweeps": (X, False)}
+    others = {"int64 indices": (wide, True), "dense": (X.toarray(), True),
+              "dense float32": (X.toarray().astype(np.float32), True), "no compiled sweeps": (X, False)}
     if not strided.data.flags.c_contiguous:  # (scipy may copy it)
         others["strided"] = (strided, True)
     for name, (M, allowed) in others.items():
@@ -100,6 +105,10 @@ def test_the_compiled_products_refuse_inconsistent_arrays():
     with pytest.raises(ValueError, match="internal error: indptr"):
         sweep().matvec(np.array([0, 2, 1], dtype=np.int64), np.array([0, 1], dtype=np.int32), data, np.ones(3),
                        np.empty(2))
+    with pytest.raises(ValueError, match="internal error: the values must be"):
+        sweep().matvec(indptr, np.array([0, 1], dtype=np.int32), np.ones(2, dtype=np.int64), np.ones(3), np.empty(2))
+    with pytest.raises(ValueError, match="internal error: the values must be"):
+        sweep().rmatvec_rows(indptr, np.array([0, 1], dtype=np.int32), np.ones(1), np.ones(2), np.empty(3))
     with pytest.raises(ValueError, match="internal error: array out"):
         sweep().matvec(indptr, np.array([0, 1], dtype=np.int32), data, np.ones(3), np.empty(1))
     p = products(sp.csr_matrix(np.eye(3)), True)

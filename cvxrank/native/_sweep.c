@@ -1562,67 +1562,54 @@ static PyObject *threshold_step(PyObject *self, PyObject *args)
     return Py_BuildValue("dddd", total, gd, dd, gn);
 }
 
-/* rmatvec_rows(indptr, indices, data, u, out) -> rows
- * out = Xt u for a CSR X (int64 indptr, int32 indices, float64 data), the rows with u_i = 0 skipped: the same sums
- * in the same order as scipy's X.T @ u (a skipped row would add +0.0 to each of its columns' sums, which changes no
- * sum of finite numbers). The rows read are checked as they are read (indptr not decreasing, column indices inside
- * out); returns their number. */
-static PyObject *rmatvec_rows(PyObject *self, PyObject *args)
+/* The values of a CSR matrix: float64 or float32 (format 'd' or 'f'), at least nnz of them; *single = 1 for
+ * float32. Every float32 value is a float64 exactly, so the products below are those of the upcast matrix. */
+static int get_values(PyObject *obj, Arr *a, Py_ssize_t nnz, int *single)
 {
-    PyObject *o[5];
-    Arr a[5];
-    if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) {
-        return NULL;
+    a->held = 0;
+    if (PyObject_GetBuffer(obj, &a->buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return -1;
     }
-    Py_ssize_t nnz;
-    Py_ssize_t m = get_indptr(o[0], a, 5, &nnz);
-    if (m < 0) {
-        return NULL;
+    a->held = 1;
+    const char *f = a->buf.format ? a->buf.format : "B";
+    if (f[0] == '<' || f[0] == '=' || f[0] == '@') {
+        f++;
     }
-    const int64_t *ip = a[0].buf.buf;
-    if (get(o[1], &a[1], 0, 4, nnz, "indices") || get(o[2], &a[2], 0, 8, nnz, "data") ||
-        get(o[3], &a[3], 0, 8, m, "u") || get(o[4], &a[4], 1, 8, 0, "out")) {
-        release(a, 5);
-        return NULL;
+    *single = f[0] == 'f' && f[1] == '\0' && a->buf.itemsize == 4;
+    if (!(*single || (f[0] == 'd' && f[1] == '\0' && a->buf.itemsize == 8)) || a->buf.len / a->buf.itemsize < nnz) {
+        PyErr_Format(PyExc_ValueError, "internal error: the values must be %zd or more float64 or float32 numbers",
+                     nnz);
+        return -1;
     }
-    const int32_t *ind = a[1].buf.buf;
-    const double *val = a[2].buf.buf, *u = a[3].buf.buf;
-    double *out = a[4].buf.buf;
-    uint32_t n = (uint32_t)(a[4].buf.len / 8 < (Py_ssize_t)INT32_MAX ? a[4].buf.len / 8 : INT32_MAX);
-    long long rows = 0;
-    int bad = 0;
-    Py_BEGIN_ALLOW_THREADS
-    memset(out, 0, (size_t)(a[4].buf.len / 8) * sizeof(double));
-    for (Py_ssize_t i = 0; i < m && !bad; i++) {
-        double x = u[i];
+    return 0;
+}
+
+/* s = X w over rows [0, m): each row's sum from 0 in the order of its entries (scipy's csr_matvec). Returns 0, or 1
+ * for a decreasing indptr, 2 for a column index out of range. */
+static ALWAYS_INLINE int matvec_rows(const int64_t *ip, const int32_t *ind, const void *values, int single,
+                                     Py_ssize_t m, Py_ssize_t nnz, const double *w, uint32_t n, double *out)
+{
+    const double *vd = values;
+    const float *vf = values;
+    for (Py_ssize_t i = 0; i < m; i++) {
         int64_t k0 = ip[i], k1 = ip[i + 1];
         if (k1 < k0 || k1 > nnz) {
-            bad = 1;
-            break;
+            return 1;
         }
-        if (x == 0.0) {
-            continue;
-        }
-        rows++;
+        double sum = 0.0;
         for (int64_t k = k0; k < k1; k++) {
             uint32_t j = (uint32_t)ind[k];
             if (j >= n) {
-                bad = 2;
-                break;
+                return 2;
             }
-            out[j] += val[k] * x;
+            sum += (single ? (double)vf[k] : vd[k]) * w[j];
         }
+        out[i] = sum;
     }
-    Py_END_ALLOW_THREADS
-    if (bad) {
-        return done(a, 5, bad == 1 ? "internal error: indptr decreases" : "internal error: a column index out of range");
-    }
-    release(a, 5);
-    return PyLong_FromLongLong(rows);
+    return 0;
 }
 
-/* s = X w for a CSR X (int64 indptr, int32 indices, float64 values): each row's sum from 0, in the order of its
- * entries, as scipy's csr_matvec adds them (the same float64 result). */
+/* s = X w for a CSR X (int64 indptr, int32 indices, float64 or float32 values) into out (m entries). */
 static PyObject *matvec(PyObject *self, PyObject *args)
 {
     PyObject *o[5];
@@ -1636,43 +1623,100 @@ static PyObject *matvec(PyObject *self, PyObject *args)
         return NULL;
     }
     const int64_t *ip = a[0].buf.buf;
-    if (get(o[1], &a[1], 0, 4, nnz, "indices") || get(o[2], &a[2], 0, 8, nnz, "data") ||
+    int single = 0;
+    if (get(o[1], &a[1], 0, 4, nnz, "indices") || get_values(o[2], &a[2], nnz, &single) ||
         get(o[3], &a[3], 0, 8, 0, "w") || get(o[4], &a[4], 1, 8, m, "out")) {
         release(a, 5);
         return NULL;
     }
     const int32_t *ind = a[1].buf.buf;
-    const double *val = a[2].buf.buf, *w = a[3].buf.buf;
+    const double *w = a[3].buf.buf;
     double *out = a[4].buf.buf;
     uint32_t n = (uint32_t)(a[3].buf.len / 8 < (Py_ssize_t)INT32_MAX ? a[3].buf.len / 8 : INT32_MAX);
-    int bad = 0;
+    int bad;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < m; i++) {
-        int64_t k0 = ip[i], k1 = ip[i + 1];
-        if (k1 < k0 || k1 > nnz) {
-            bad = 1;
-            break;
-        }
-        double sum = 0.0;
-        for (int64_t k = k0; k < k1; k++) {
-            uint32_t j = (uint32_t)ind[k];
-            if (j >= n) {
-                bad = 2;
-                break;
-            }
-            sum += val[k] * w[j];
-        }
-        if (bad) {
-            break;
-        }
-        out[i] = sum;
-    }
+    bad = single ? matvec_rows(ip, ind, a[2].buf.buf, 1, m, nnz, w, n, out)
+                 : matvec_rows(ip, ind, a[2].buf.buf, 0, m, nnz, w, n, out);
     Py_END_ALLOW_THREADS
     if (bad) {
         return done(a, 5, bad == 1 ? "internal error: indptr decreases" : "internal error: a column index out of range");
     }
     release(a, 5);
     Py_RETURN_NONE;
+}
+
+/* out = Xᵀ u over rows [0, m), rows where u is 0 skipped (they add only zeros for a finite X); each row's entries
+ * added in turn, rows in order (scipy's csr_matvec on the transpose). Returns 0, 1 or 2 as matvec_rows; *rows counts
+ * the rows read. */
+static ALWAYS_INLINE int rmatvec_rows_of(const int64_t *ip, const int32_t *ind, const void *values, int single,
+                                         Py_ssize_t m, Py_ssize_t nnz, const double *u, uint32_t n, double *out,
+                                         long long *rows)
+{
+    const double *vd = values;
+    const float *vf = values;
+    long long read = 0;
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < m && !bad; i++) {
+        double x = u[i];
+        int64_t k0 = ip[i], k1 = ip[i + 1];
+        if (k1 < k0 || k1 > nnz) {
+            bad = 1;
+            break;
+        }
+        if (x == 0.0) {
+            continue;
+        }
+        read++;
+        for (int64_t k = k0; k < k1; k++) {
+            uint32_t j = (uint32_t)ind[k];
+            if (j >= n) {
+                bad = 2;
+                break;
+            }
+            out[j] += (single ? (double)vf[k] : vd[k]) * x;
+        }
+    }
+    *rows = read;
+    return bad;
+}
+
+/* Xᵀ u for a CSR X (int64 indptr, int32 indices, float64 or float32 values) into out (zeroed here); returns the
+ * rows read. */
+static PyObject *rmatvec_rows(PyObject *self, PyObject *args)
+{
+    PyObject *o[5];
+    Arr a[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) {
+        return NULL;
+    }
+    Py_ssize_t nnz;
+    Py_ssize_t m = get_indptr(o[0], a, 5, &nnz);
+    if (m < 0) {
+        return NULL;
+    }
+    const int64_t *ip = a[0].buf.buf;
+    int single = 0;
+    if (get(o[1], &a[1], 0, 4, nnz, "indices") || get_values(o[2], &a[2], nnz, &single) ||
+        get(o[3], &a[3], 0, 8, m, "u") || get(o[4], &a[4], 1, 8, 0, "out")) {
+        release(a, 5);
+        return NULL;
+    }
+    const int32_t *ind = a[1].buf.buf;
+    const double *u = a[3].buf.buf;
+    double *out = a[4].buf.buf;
+    uint32_t n = (uint32_t)(a[4].buf.len / 8 < (Py_ssize_t)INT32_MAX ? a[4].buf.len / 8 : INT32_MAX);
+    long long rows = 0;
+    int bad;
+    Py_BEGIN_ALLOW_THREADS
+    memset(out, 0, (size_t)(a[4].buf.len / 8) * sizeof(double));
+    bad = single ? rmatvec_rows_of(ip, ind, a[2].buf.buf, 1, m, nnz, u, n, out, &rows)
+                 : rmatvec_rows_of(ip, ind, a[2].buf.buf, 0, m, nnz, u, n, out, &rows);
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        return done(a, 5, bad == 1 ? "internal error: indptr decreases" : "internal error: a column index out of range");
+    }
+    release(a, 5);
+    return PyLong_FromLongLong(rows);
 }
 
 static PyMethodDef methods[] = {
@@ -1687,8 +1731,8 @@ static PyMethodDef methods[] = {
     {"pair_margin_sums", pair_margin_sums, METH_VARARGS, "Per-document sums over the pairs inside their box."},
     {"balance", balance, METH_VARARGS, "Projection onto non-negative entries balanced over each boundary."},
     {"threshold_step", threshold_step, METH_VARARGS, "A projected gradient step of the threshold dual, with its sums."},
-    {"matvec", matvec, METH_VARARGS, "X w for a CSR X, each row summed in order from 0."},
-    {"rmatvec_rows", rmatvec_rows, METH_VARARGS, "Xt u for a CSR X, skipping the rows where u is 0."},
+    {"matvec", matvec, METH_VARARGS, "X w for a CSR X (float64 or float32 values), each row summed in order from 0."},
+    {"rmatvec_rows", rmatvec_rows, METH_VARARGS, "Xt u for a CSR X (float64 or float32 values), skipping the rows where u is 0."},
     {"resort", resort, METH_VARARGS, "Insertion sort of every query from the previous order, with a cap on moves."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,14 +1,17 @@
 """The pair-free oracles' two products with ``X``: ``s = X w`` and ``g = Xᵀ v``, in float64 arithmetic.
 
-For a float64 CSR ``X`` with int32 column indices (scipy's own choice below 2³¹ stored entries) and the compiled
-sweeps (:mod:`cvxrank.native.kernels`), both are one compiled pass over the stored entries (``_sweep.matvec``,
-``_sweep.rmatvec_rows``) with the same sums in the same order as scipy's ``X @ w`` and ``X.T @ v``: each row's
-sum from 0 in the order of its entries; each row's entries added to ``g`` in turn, rows in order. A row where ``v``
-is 0 is skipped, which adds only zeros for a finite ``X`` (the data's checks make it finite). So the results are
-scipy's bit for bit, in less time: on the 20,000 x 20,000 shape of ``cvxrank bench native --instances shapes``
-(600,000 stored entries) ``X w`` took 0.24 ms against scipy's 0.29 and ``Xᵀ v`` 0.27 against 0.32 (medians of 300,
-one process; docs/native-measurements.md). Every other ``X`` (dense, float32, int64 indices, or no compiled sweeps)
-takes :func:`cvxrank._float64.matvec` and :func:`cvxrank._float64.rmatvec`.
+For a float64 or float32 CSR ``X`` with int32 column indices (scipy's own choice below 2³¹ stored entries) and the
+compiled sweeps (:mod:`cvxrank.native.kernels`), both are one compiled pass over the stored entries
+(``_sweep.matvec``, ``_sweep.rmatvec_rows``) with the same sums in the same order as scipy's ``X @ w`` and
+``X.T @ v``: each row's sum from 0 in the order of its entries; each row's entries added to ``g`` in turn, rows in
+order. A row where ``v`` is 0 is skipped, which adds only zeros for a finite ``X`` (the data's checks make it
+finite). So the results are scipy's bit for bit; for float32 values, which are float64 numbers exactly, those of
+``X.astype(np.float64)``. They take less time: on the 20,000 x 20,000 shape of
+``cvxrank bench native --instances shapes`` (600,000 stored entries) ``X w`` took 0.24 ms against scipy's 0.29
+and ``Xᵀ v`` 0.27 against 0.32; stored in float32, 0.24 and 0.30 ms against 0.56 and 0.71 for
+:mod:`cvxrank._float64`'s blocks (medians in one process; docs/native-measurements.md). Every other ``X``
+(dense, int64 indices, or no compiled sweeps) takes :func:`cvxrank._float64.matvec` and
+:func:`cvxrank._float64.rmatvec`.
 
 The floor pass of ``cvxrank bench native`` times these same functions: the products an oracle call makes and the
 floor it is counted against are one code.
@@ -59,8 +62,8 @@ class Products:
 
 
 def products(X, compiled: bool) -> Products:
-    """The products of ``X`` (module docstring): the compiled passes when ``compiled`` and ``X`` is a float64 CSR
-    matrix with contiguous int32 indices and values, else :mod:`cvxrank._float64`'s.
+    """The products of ``X`` (module docstring): the compiled passes when ``compiled`` and ``X`` is a float64 or
+    float32 CSR matrix with contiguous int32 indices and values, else :mod:`cvxrank._float64`'s.
 
     Parameters
     ----------
@@ -79,6 +82,6 @@ def products(X, compiled: bool) -> Products:
     >>> bool(np.array_equal(p.matvec(w), X @ w)), bool(np.array_equal(p.rmatvec(v), X.T @ v))
     (True, True)
     """
-    fits = (compiled and sp.issparse(X) and X.format == "csr" and X.dtype == np.float64
+    fits = (compiled and sp.issparse(X) and X.format == "csr" and X.dtype in (np.float64, np.float32)
             and X.indices.dtype == np.int32 and X.data.flags.c_contiguous and X.indices.flags.c_contiguous)
     return Products(X, fits)
