@@ -41,11 +41,8 @@ class Products:
         if not self.compiled:
             return matvec(self.X, w)
         X = self.X
-        w = np.ascontiguousarray(w, dtype=np.float64).ravel()
-        if w.shape != (X.shape[1],):
-            raise ValueError(f"internal error: w has {w.shape[0]} entries, X has {X.shape[1]} columns")
         out = np.empty(X.shape[0])
-        sweep().matvec(self._indptr, X.indices, X.data, w, out)
+        sweep().matvec(self._indptr, X.indices, X.data, _vector(w, X.shape[1], "w", "columns"), out)
         return out
 
     def rmatvec(self, v) -> np.ndarray:
@@ -53,12 +50,17 @@ class Products:
         if not self.compiled:
             return rmatvec(self.X, v)
         X = self.X
-        v = np.ascontiguousarray(v, dtype=np.float64).ravel()
-        if v.shape != (X.shape[0],):
-            raise ValueError(f"internal error: v has {v.shape[0]} entries, X has {X.shape[0]} rows")
         out = np.empty(X.shape[1])
-        sweep().rmatvec_rows(self._indptr, X.indices, X.data, v, out)
+        sweep().rmatvec_rows(self._indptr, X.indices, X.data, _vector(v, X.shape[0], "v", "rows"), out)
         return out
+
+
+def _vector(x, size: int, name: str, of: str) -> np.ndarray:
+    """``x`` as a contiguous float64 vector of ``size`` entries (``X``'s ``of``), else an internal error."""
+    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    if x.shape != (size,):
+        raise ValueError(f"internal error: {name} has {x.shape[0]} entries, X has {size} {of}")
+    return x
 
 
 def products(X, compiled: bool) -> Products:
