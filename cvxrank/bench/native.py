@@ -772,7 +772,7 @@ def _floor_pass(X, repeat: int = 5) -> float:
     """Median seconds of one floor pass: ``s = X w``, ``Xᵀ v`` and ``argsort`` of the ``m`` scores (1 BLAS thread).
 
     Any exact method on the pair-free oracle does at least this per oracle call. The products are the
-    oracle's own (:func:`cvxrank.native.products.products`: compiled passes for a float64 CSR ``X``, else
+    oracle's own (:func:`cvxrank.native.products.products`: compiled passes for a float64 or float32 CSR ``X``, else
     :mod:`cvxrank._float64`'s float64 arithmetic) on the ``X`` given: the data's, or the one the solver keeps
     (:func:`~cvxrank.native.cutting_plane.solver_x`; on the real sample a dense array without the columns that
     carry no pair information, whose pass takes about half the CSR's), which the shape suite times too.
