@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.optimize import brentq
 
 from cvxrank.costs import pair_weights, theorem1_C
@@ -314,6 +315,26 @@ def test_threshold_is_checked():
         solve(problem, "cutting_plane", threshold="yes")
     with pytest.raises(ValidationError, match="not with pair_cd=False"):
         solve(problem, "cutting_plane", threshold=True, pair_cd=False)
+
+
+@compiled
+def test_a_step_that_fits_no_model_ends_the_phase_and_the_solve_certifies():
+    """Not separable and tiny: ``ν`` grows until rounding fails every backtracking test; ``L`` once doubled to
+    float64's overflow (an internal error). The phase ends within its room, and pair_cd and the planes certify."""
+    X = np.array([[-0.9, 0.9, 0.9], [-0.7, 0.1, -0.2], [0.6, -0.6, -0.4], [-0.1, 0.1, 1.0], [-1.1, 0.3, 1.1],
+                  [0.1, -1.0, 1.1], [0.5, 0.7, -1.4], [0.1, -2.1, 1.1], [-2.1, -0.2, 0.3], [0.2, 0.2, 0.6],
+                  [1.0, 0.6, 0.0], [-1.0, -0.5, 0.1], [0.2, -0.9, -2.3], [2.7, 0.0, 0.0], [-0.8, 1.4, -1.5],
+                  [-0.8, 0.5, -1.5], [0.6, -0.5, -0.5], [-0.2, 0.1, 1.5], [-0.2, -1.9, -0.2], [-1.0, 0.2, -1.0],
+                  [0.7, -1.3, 1.0], [0.5, -1.5, 0.6], [0.5, 0.1, -0.4]])
+    y = [1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1]
+    data = RankingData(sp.csr_matrix(X), y=y, qid=[1, 1, 1] + [2] * 20)
+    optimum, ref = _optimum(data, 0.05)
+    oracle = PairFreeOracle.from_data(data, cost_table(data))
+    _, F, lower, _, calls, _, _ = threshold_dual(oracle, 0.05, upper=np.inf, lower=0.0, target=1e-12,
+                                                 max_calls=3000)
+    assert calls < 3000 and lower <= optimum * (1 + 1e-12)
+    res = solve(RankingProblem(data, lam=0.05), "cutting_plane", tol=1e-6, pair_cd=True, threshold=True)
+    assert_agree(res, ref)
 
 
 @compiled

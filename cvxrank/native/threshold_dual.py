@@ -64,6 +64,11 @@ __all__ = ["Boundaries", "Flows", "boundaries", "flows", "threshold_dual"]
 
 #: Power iterations for the first estimate of the gradient's Lipschitz constant ``‖A‖²`` (backtracking corrects it).
 POWER = 8
+#: Backtracking doubles ``L`` up to this many times the power iteration's estimate (``2⁴⁰``); a step that fits
+#: nowhere below ends the phase. The power iteration is below ``‖A‖²`` by at most its unconverged share, so any real
+#: need stops far lower; past it only rounding fails the test (on tiny data where ``ν`` grew large, ``L`` doubled
+#: to float64's overflow, a product each time).
+BACKTRACK_ROOM = 2.0**40
 #: Look at the bounds every this many iterations (two more products each).
 LOOK = 25
 #: Hand over (to :func:`~cvxrank.native.pair_cd.pair_cd`) when the flows need scaling below this to fit the box:
@@ -298,6 +303,7 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
         Av = sig * scores(w_of(v))[doc]
         L, v = float(np.linalg.norm(Av) / np.linalg.norm(v)), Av / max(float(np.linalg.norm(Av)), 1e-300)
     L = 1.1 * L if L > 0 else 1.0
+    L_most = L * BACKTRACK_ROOM
     K = doc.shape[0]
     nu, w_nu, g_nu = np.zeros(K), np.zeros(oracle.n_features), 0.0
     z, w_z, t_k = nu, w_nu, 1.0
@@ -314,13 +320,14 @@ def threshold_dual(oracle, lam, *, upper, lower, target, max_calls, deadline=Non
             work["products"] += 1
             w_new = transpose(u)
             g_new = 0.5 * total - 0.5 * float(w_new @ w_new)
-            if g_new >= g_z + slope - 0.5 * L * squares - 1e-12 * abs(g_z):
-                break
-            if not np.isfinite(g_new) or spent() + 4 > max_calls:
+            fits = g_new >= g_z + slope - 0.5 * L * squares - 1e-12 * abs(g_z)
+            if fits or not np.isfinite(g_new) or spent() + 4 > max_calls or not 2.0 * L <= L_most:
                 break
             L *= 2.0
-        if not np.isfinite(g_new) or spent() + 4 > max_calls:
-            reason = "limit" if np.isfinite(g_new) else "overflow"
+        if not (fits and np.isfinite(g_new)) or spent() + 4 > max_calls:
+            # (no step 1/L fits the model up to BACKTRACK_ROOM times ‖A‖²: rounding swamps the model, as where ν
+            # has grown without bound on data that are not separable; pair_cd goes on from the bounds so far)
+            reason = "limit" if spent() + 4 > max_calls and np.isfinite(g_new) else "overflow"
             break
         if t_k > 1.0 and along < 0:  # the step opposes the gradient: drop it, reset the momentum
             z, w_z, t_k = nu, w_nu, 1.0
