@@ -402,6 +402,23 @@ def test_the_phase_aims_at_the_gap_the_certificate_will_find(share):
 
 
 @compiled
+def test_a_stalled_descent_hands_back_to_the_planes():
+    """Four documents on one feature at λ = 1e-4: the descent's gap sat near 2e-2 for its whole work limit (3,000
+    passes, ``user_limit``). It now returns once its gap stops halving, and the planes certify."""
+    from cvxrank.native.pair_cd import STALL_PASSES, pair_cd
+
+    data = RankingData(sp.csr_matrix(np.array([[-2.0], [0.0], [1.0], [-1.0]])), y=[0, 1, 2, 3], qid=[3, 3, 3, 3])
+    ref = _clarabel(data, 1e-4)
+    res = solve(RankingProblem(data, mu="balanced", lam=1e-4), "cutting_plane", tol=1e-3, pair_cd=True,
+                threshold=False)
+    assert_agree(res, ref)
+    oracle = PairFreeOracle.from_data(data, cost_table(data, mu="balanced"))
+    _, F, lower, _, calls, _, _ = pair_cd(oracle, 1e-4, upper=oracle.total_weight, lower=0.0, target=1e-12,
+                                          max_calls=20 * STALL_PASSES)
+    assert calls < 20 * STALL_PASSES and lower <= 2 * 1e-4 * ref.qp_objective * (1 + 1e-10)
+
+
+@compiled
 def test_work_limit_counts_passes_and_keeps_a_valid_bound():
     data = _narrow(1)
     ref = _clarabel(data, 0.5)
