@@ -147,6 +147,35 @@ def test_iteration_cap_gives_user_limit_with_a_certified_gap():
     assert res.status == "user_limit" and res.relative_gap > 1e-6
 
 
+def test_a_capped_run_on_formed_pairs_whose_bound_never_left_zero_reports_its_limit():
+    """No plane lifted the lower bound above 0 (the warm start violates no pair), so the run kept no points: the
+    pairwise dual point of its model is α = 0, and the certificate says so."""
+    from cvxrank.data import RankingData
+
+    data = RankingData(np.array([[0.0], [1.0], [2.0]]), y=[0, 1, 2], qid=[1, 1, 1])
+    for problem in (RankingProblem(make_pairs(data), lam=0.5), RankingProblem(data, lam=0.5)):
+        _ = problem.pairs  # (the second: a problem given as documents whose pairs were read)
+        with pytest.warns(InaccurateSolutionWarning, match="max_iter"):
+            res = solve(problem, "cutting_plane", tol=1e-6, warm_start=np.array([100.0]), max_iter=1)
+        assert res.status == "user_limit" and res.relative_gap > res.tol
+        assert res.lower_bound <= problem.hinge_objective(np.array([1.0])) <= res.objective  # w* = 1, L* = λ
+
+
+def test_solver_options_are_the_users_and_their_values_are_checked():
+    from cvxrank.solvers import solver_options
+
+    problem = RankingProblem(Instance(1).data, lam=0.5)
+    assert "allowance" not in solver_options("cutting_plane")  # the door fills it in itself
+    with pytest.raises(ValidationError, match="does not take 'allowance'"):
+        solve(problem, "cutting_plane", allowance=lambda w, bound=False, terms=0: 0.0)
+    for bad in (-1, 1.5, "two"):
+        with pytest.raises(ValidationError, match="threads must be a non-negative integer"):
+            solve(problem, "cutting_plane", threads=bad)
+    for big in (1e155, 1e200):  # finite, but λ‖w‖² overflows float64
+        with pytest.raises(ValidationError, match="warm_start_w is too large"):
+            solve(problem, "cutting_plane", warm_start=np.full(problem.n_features, big))
+
+
 def test_time_limit_gives_user_limit():
     inst = Instance(6, lam=0.001)
     with pytest.warns(InaccurateSolutionWarning):
@@ -298,10 +327,15 @@ def test_a_plane_limit_still_certifies_the_optimum():
     for bad, message in ((3, "at least 4"), (0, "max_planes"), ("some", "max_planes")):
         with pytest.raises(ValidationError, match=message):
             cutting_plane(oracle, inst.lam, max_planes=bad)
-    with pytest.raises(ValidationError, match="max_planes is for problems given as documents"):
+    with pytest.raises(ValidationError, match="max_planes is for problems without formed pairs"):
         cutting_plane(oracle, inst.lam, max_planes=8, keep_points=True)
-    with pytest.raises(ValidationError, match="max_planes is for problems given as documents"):  # through the door
+    with pytest.raises(ValidationError, match="max_planes is for problems without formed pairs"):  # through the door
         solve(RankingProblem(inst.pairs, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", max_planes=8)
+    problem = RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam)
+    assert solve(problem, "cutting_plane", max_planes=8).status == "optimal"
+    _ = problem.weights  # forms the pairs: the message says how this problem came to hold them
+    with pytest.raises(ValidationError, match="formed on reading problem.pairs or problem.weights"):
+        solve(problem, "cutting_plane", max_planes=8)
 
 
 

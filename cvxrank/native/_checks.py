@@ -25,6 +25,11 @@ def check_common(tol, time_limit, warm_start_w, n_features: int) -> np.ndarray:
     w = np.zeros(n_features) if warm_start_w is None else np.array(warm_start_w, dtype=np.float64).ravel()
     if w.shape != (n_features,) or not np.all(np.isfinite(w)):
         raise ValidationError(f"warm_start_w must be {n_features} finite numbers, got shape {w.shape}")
+    with np.errstate(over="ignore"):
+        squares = float(w @ w)
+    if not np.isfinite(squares):
+        raise ValidationError(f"warm_start_w is too large: its squared norm overflows float64 (largest entry "
+                              f"{float(np.max(np.abs(w))):.3g}); scale it down or start from 0")
     return w
 
 

@@ -315,6 +315,7 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     prune_after = positive_int(prune_after, "prune_after")
     max_planes = _plane_limit(max_planes, keep_points)
     stall_after = positive_int(stall_after, "stall_after")
+    threads = check("threads", threads, Interval(0, 2**31 - 1, integer=True).or_none())
     step = Interval(0, 1, closed="right")
     rho = max(check("rho", rho, step), check("rho_min", rho_min, step))
     check("newton_gap", newton_gap, step.or_none())
@@ -502,8 +503,10 @@ def _plane_limit(max_planes, keep_points):
     if max_planes < 4:
         raise ValidationError(f"max_planes must be at least 4, got {max_planes}")
     if keep_points:
-        raise ValidationError("max_planes is for problems given as documents: with formed pairs every plane keeps "
-                              "its point for the pairwise certificate, which an aggregated plane has not")
+        raise ValidationError("max_planes is for problems without formed pairs: this one holds them (given as pairs "
+                              "or with weights by rule, or formed on reading problem.pairs or problem.weights), and "
+                              "then every plane keeps its point for the pairwise certificate, which an aggregated "
+                              "plane has not")
     return max_planes
 
 
@@ -894,8 +897,8 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         # The pairwise dual point of the model: plane k covers the pairs violated at its point w_k.
         pairs = problem.pairs
         required = variant.margins(pairs)
-        alpha = np.zeros(pairs.n_pairs)
-        for beta_k, point in zip(run.beta[1:], run.points[1:]):
+        alpha = np.zeros(pairs.n_pairs)  # (no plane lifted the bound above 0: no points, and α = 0 is its point)
+        for beta_k, point in zip(run.beta[1:], () if run.points is None else run.points[1:]):
             if beta_k > 0:
                 alpha += beta_k * (pairs.margins(point) < required)
         alphas.append(np.minimum(alpha, 1.0) * problem.C)

@@ -118,7 +118,7 @@ NATIVE_SOLVERS = {"subgradient": _subgradient, "gd": _gd,
 _INNER = {"cutting_plane": cutting_plane, "truncated_newton": truncated_newton, "prox_newton": prox_newton}
 
 #: Keywords ``solve`` itself fills in; never options of the user's.
-_RESERVED = {"problem", "tol", "verbose", "formulation", "self", "oracle", "lam", "keep_points"}
+_RESERVED = {"problem", "tol", "verbose", "formulation", "self", "oracle", "lam", "keep_points", "allowance"}
 
 
 def available_solvers(kind: str | None = "pairwise") -> list[str]:
