@@ -75,6 +75,6 @@ def test_every_bound_holds_against_clarabel_and_most_solves_certify():
             assert_agree(res, ref)
         elif res.status != "optimal":
             short.append((seed, res.status, options))
-    # (on 2026-11-28: 10 of 378 short of 1e-6, 6 of them the planes alone at λ = 1e-4 or features scaled by 1e3,
-    # where their master problem loses its precision; the others at objectives of 1e-11 to 1e-5)
+    # (on 2026-11-28: 10 of 378 short of 1e-6, every one at λ = 1e-4 or on features scaled by 1e3, where the
+    # planes' master problem loses its precision; 6 of them with the planes alone)
     assert solved >= 350 and len(short) <= 0.05 * solved, (solved, short)

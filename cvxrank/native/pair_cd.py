@@ -60,8 +60,10 @@ BATCH = 10
 
 #: Hand back (to the planes) when the relative gap has not halved in this many passes: on a tiny, low-rank instance
 #: (23 documents, 3 features, λ = 0.05) the gap sat at 2.1e-5 for 2,800 passes, where the planes certify it in a
-#: few calls; on the 20,000-feature shape the phase alone certifies λ ≤ 5 in about 50 passes.
-STALL_PASSES = 200
+#: few calls; on the 20,000-feature shape the phase alone certifies λ ≤ 5 in about 50 passes. Over 1,500 tiny CSR
+#: instances with the phase forced, 200 passes cut 4 runs that would have certified later and 500 cut 3
+#: (docs/native-measurements.md, "Measurements (2026-11-28, 13:00)").
+STALL_PASSES = 500
 
 #: Most conjugate-gradient iterations of one finish (work, not time).
 FINISH_ITERATIONS = 500
