@@ -204,7 +204,8 @@ def _csr(X):
 def pair_cd(oracle, lam, *, upper, lower, target, max_calls, deadline=None, verbose=False, start=None,
             seed: int = 0, allowance=None):
     """Dual coordinate descent on the pairs of a sparse ``X``, with exact finishes (module docstring), until the
-    certified relative gap is ``<= target``, ``max_calls`` (passes plus oracle calls) or the ``deadline``.
+    certified relative gap is ``<= target``, ``max_calls`` (passes plus oracle calls), the ``deadline``, or a gap that
+    has not halved in :data:`STALL_PASSES` passes (the caller's planes go on).
 
     Parameters
     ----------
