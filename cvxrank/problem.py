@@ -132,6 +132,7 @@ class RankingProblem:
                  random_state=None):
         self._n_pairs = None  # counted from the grades on first use
         self._groups = None
+        self._pairs_read = False  # pairs formed only because someone read them (see needs_pairs)
         if isinstance(data, PairSet):
             self._pairs, self.data = data, data.data
         elif isinstance(data, RankingData):
@@ -161,6 +162,7 @@ class RankingProblem:
             self._weights = self.costs.pair_weights(self._pairs)  # validate now, against the pairs
         elif self.costs.kind == "rule" and self._groups is None:
             _ = self.pairs  # a function of the pairs: formed and evaluated now, once
+            self._pairs_read = False
 
     def _resolve_tau(self, tau, tau_swaps, tau_average, random_state):
         """``tau`` as given, or the table the heuristic estimates on this problem's data for ``"estimate"``."""
@@ -196,6 +198,7 @@ class RankingProblem:
             else:
                 self._pairs = make_pairs(self.data)
                 self._weights = self.costs.pair_weights(self._pairs)
+            self._pairs_read = True
         return self._pairs
 
     @property
@@ -208,6 +211,14 @@ class RankingProblem:
     def has_pairs(self) -> bool:
         """Whether the pairs exist already (a pair-free solver never forms them)."""
         return self._pairs is not None
+
+    @property
+    def needs_pairs(self) -> bool:
+        """Whether the problem is stated on its pairs: made from a :class:`~cvxrank.pairs.PairSet`, or with weights
+        that are a function of the pairs (a rule). A problem given as documents (or preference groups) with costs per
+        grade pair does not, even once its pairs were formed by reading :attr:`pairs`, :attr:`weights` or :attr:`C`:
+        the solver the door picks and the path a pair-free solver takes stay those of the documents."""
+        return self._pairs is not None and not getattr(self, "_pairs_read", False)
 
     @property
     def weights(self) -> np.ndarray:
@@ -372,13 +383,17 @@ class RankingProblem:
         new._n_pairs = getattr(self, "_n_pairs", None)
         new.variant = self.variant
         new._groups = getattr(self, "_groups", None) if costs is self.costs else None
+        new._pairs_read = getattr(self, "_pairs_read", False)
         if self._groups is not None and new._groups is None:
             new._pairs = self.pairs  # other costs on the groups' pairs: the pairs are formed
+            new._pairs_read = False
         new._weights = self._weights if costs is self.costs else None
         if new._pairs is not None and new._weights is None:
             new._weights = costs.pair_weights(new._pairs)
         elif new._pairs is None and costs.kind == "rule" and new._groups is None:
             _ = new.pairs  # a function of the pairs: formed and evaluated now, as in the constructor
+        if costs.kind == "rule":
+            new._pairs_read = False  # (the weights are a function of the pairs)
         return new
 
     def with_variant(self, variant: Variant) -> RankingProblem:

@@ -327,15 +327,30 @@ def test_a_plane_limit_still_certifies_the_optimum():
     for bad, message in ((3, "at least 4"), (0, "max_planes"), ("some", "max_planes")):
         with pytest.raises(ValidationError, match=message):
             cutting_plane(oracle, inst.lam, max_planes=bad)
-    with pytest.raises(ValidationError, match="max_planes is for problems without formed pairs"):
+    with pytest.raises(ValidationError, match="max_planes is for problems given as documents"):
         cutting_plane(oracle, inst.lam, max_planes=8, keep_points=True)
-    with pytest.raises(ValidationError, match="max_planes is for problems without formed pairs"):  # through the door
+    with pytest.raises(ValidationError, match="max_planes is for problems given as documents"):  # through the door
         solve(RankingProblem(inst.pairs, tau=inst.tau, mu=inst.mu, lam=inst.lam), "cutting_plane", max_planes=8)
+
+
+def test_reading_the_pairs_of_a_problem_given_as_documents_changes_no_solve():
+    """``problem.weights`` forms the pairs; the problem is still stated on its documents: the same path, the same
+    options, the same solution, and the door's automatic choice stays the pair-free solver."""
+    from cvxrank.solvers.registry import AUTO_PAIRFREE_PAIRS, choose_solver
+
+    inst = Instance(11, lam=0.02)
     problem = RankingProblem(inst.data, tau=inst.tau, mu=inst.mu, lam=inst.lam)
-    assert solve(problem, "cutting_plane", max_planes=8).status == "optimal"
-    _ = problem.weights  # forms the pairs: the message says how this problem came to hold them
-    with pytest.raises(ValidationError, match="formed on reading problem.pairs or problem.weights"):
-        solve(problem, "cutting_plane", max_planes=8)
+    before = solve(problem, "cutting_plane", max_planes=8)
+    _ = problem.weights
+    assert problem.has_pairs and not problem.needs_pairs
+    after = solve(problem, "cutting_plane", max_planes=8)
+    assert after.objective == before.objective and after.extras["oracle_calls"] == before.extras["oracle_calls"]
+    assert RankingProblem(inst.pairs, tau=inst.tau, mu=inst.mu, lam=inst.lam).needs_pairs
+    big = RankingProblem(make_ranking(n_queries=60, docs_per_query=(40, 60), n_features=3, random_state=0), lam=0.1)
+    assert big.n_pairs >= AUTO_PAIRFREE_PAIRS and choose_solver(big) == "cutting_plane"
+    _ = big.pairs
+    assert choose_solver(big) == "cutting_plane"
+    assert choose_solver(RankingProblem(big.pairs, lam=0.1)) == "clarabel"  # given as pairs
 
 
 

@@ -39,7 +39,8 @@ def pairfree_problem(problem, solver: str, loss: str, instead: str, extensions=f
     (and the other ``extensions`` of :attr:`cvxrank.variants.Variant.extensions` the solver takes).
 
     ``instead`` names where to go for the other problems (``"use 'truncated_newton' for ..."``). Returns
-    ``(problem, costs)``: the table from the pairs and their weights when the problem holds pairs, else
+    ``(problem, costs)``: the table from the pairs and their weights when the problem is stated on them
+    (:attr:`~cvxrank.problem.RankingProblem.needs_pairs`), else
     from the data and the problem's costs (no pair formed).
     """
     problem = getattr(problem, "ranking", problem)
@@ -54,6 +55,6 @@ def pairfree_problem(problem, solver: str, loss: str, instead: str, extensions=f
         more = "".join(f", {e}" for e in sorted(extensions - {"margin"}))
         raise ValidationError(f"{solver} solves the {loss.replace('_', ' ')} with margins 1 or per grade pair{more}, "
                               f"not the variant {variant!r}; {instead}")
-    if problem.has_pairs:
+    if problem.needs_pairs:
         return problem, cost_table_from_pairs(problem.pairs, problem.weights)
     return problem, cost_table(problem.data, costs=problem.costs)

@@ -503,10 +503,9 @@ def _plane_limit(max_planes, keep_points):
     if max_planes < 4:
         raise ValidationError(f"max_planes must be at least 4, got {max_planes}")
     if keep_points:
-        raise ValidationError("max_planes is for problems without formed pairs: this one holds them (given as pairs "
-                              "or with weights by rule, or formed on reading problem.pairs or problem.weights), and "
-                              "then every plane keeps its point for the pairwise certificate, which an aggregated "
-                              "plane has not")
+        raise ValidationError("max_planes is for problems given as documents: this one is stated on its pairs (a "
+                              "PairSet, or weights by rule), and then every plane keeps its point for the pairwise "
+                              "certificate, which an aggregated plane has not")
     return max_planes
 
 
@@ -887,13 +886,13 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
         return 2.0 * problem.lam * (primal + (model or 0.0))
 
     run = cutting_plane(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
-                        warm_start_w=warm_start_w, keep_points=problem.has_pairs, allowance=allowance, **options)
+                        warm_start_w=warm_start_w, keep_points=problem.needs_pairs, allowance=allowance, **options)
     if fmap is not None:  # back to the problem's features: w = E u
         run.w, run.w_model = fmap.to_full(run.w), fmap.to_full(run.w_model)
         if run.points is not None:
             run.points = np.array([fmap.to_full(p) for p in run.points]).reshape(-1, problem.n_features)
     alphas = []
-    if problem.has_pairs and not run.relative_gap <= tol:
+    if problem.needs_pairs and not run.relative_gap <= tol:
         # The pairwise dual point of the model: plane k covers the pairs violated at its point w_k.
         pairs = problem.pairs
         required = variant.margins(pairs)

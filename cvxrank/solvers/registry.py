@@ -519,7 +519,7 @@ def choose_solver(problem, formulation: str = "auto") -> str:
     forming them; a problem made from preference groups, e.g. a click log, too: ``cutting_plane`` or
     ``truncated_newton``); else ``clarabel``, the reference, which solves every variant.
     """
-    if formulation == "auto" and not problem.has_pairs and problem.n_pairs >= AUTO_PAIRFREE_PAIRS:
+    if formulation == "auto" and not problem.needs_pairs and problem.n_pairs >= AUTO_PAIRFREE_PAIRS:
         for spec in SOLVERS.values():
             if spec.pairfree and spec.accepts(problem.variant) and getattr(problem.costs.weights, "ndim", 0) == 0 \
                     and (problem.groups is None or spec.name in problem._pairfree_solvers()):  # preference groups
