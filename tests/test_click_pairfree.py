@@ -431,3 +431,58 @@ def test_the_allowance_of_groups_counts_the_members_the_oracle_sums():
                 if a != b:
                     exact += Fraction(float(weight[3 * g + a])) * max(Fraction(0), 1 - (sf[a] - sf[b]))
     assert abs(Fraction(computed) - exact) <= Fraction(2 * problem.lam * bound)
+
+
+def _nine_documents():
+    """9 documents in 3 groups (a member of weight 0, a group of two): at λ = 0.5 and tol 1e-8 the smoothed Newton
+    phase ends at a narrow width."""
+    X = np.array([[-0.329, 0.502, 0.319, -0.549], [-1.068, 1.801, 1.787, -0.599], [-1.098, -0.355, -0.959, 0.489],
+                  [0.683, -0.110, 0.076, 0.477], [1.319, -0.950, -1.149, -0.276], [0.857, 0.019, -0.132, 1.264],
+                  [-0.659, 0.899, -0.778, 0.674], [0.091, 0.091, 1.486, 0.358], [-0.010, 0.692, 0.647, -0.468]])
+    data = RankingData(X, np.array([3, 1, 4, 0, 1, 1, 0, 4, 3]), qid=np.array([-5] * 7 + [2, 2]))
+    group = np.array([0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 2])
+    document = np.array([6, 1, 5, 0, 3, 2, 4, 5, 2, 8, 7])
+    weight = np.array([0.1, 0.5, 3.0, 0.0, 0.1, 0.5, 3.0, 0.5, 1.0, 0.0, 0.5])
+    return PreferenceGroups(data, group, document, weight)
+
+
+def test_the_newton_phases_bound_on_groups_stays_below_the_optimum():
+    """The Newton phase's bound is the dual value of one α of the box: it ends below the optimum (Clarabel's objective
+    on the same problem bounds that above). The oracle's pair-free sums of α divide differences of prefix sums by the
+    width, and at the narrow width of this solve they had put the bound 3e-8 above the optimum."""
+    problem = cr.RankingProblem(_nine_documents(), lam=0.5)
+    ref = cr.solve(problem, "clarabel")
+    result = cr.solve(problem, "cutting_plane", tol=1e-8)
+    assert result.status == "optimal" and result.certificate.kind == "band dual bound"
+    assert result.lower_bound <= ref.objective
+    assert result.objective - ref.objective <= 1e-8 * ref.objective + ref.gap_L
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-7])
+def test_the_newton_points_bound_is_the_explicit_dual_value(delta):
+    """At a point and a width, the bound the phase keeps is ``Σ α - ‖Σ α d‖² / (4λ)`` for
+    ``α = a min(1, max(0, (1 - m)/δ))`` over the groups' pairs, formed here pair by pair. The point is the optimum
+    shrunk by ``δ/2``: its pairs on the margin sit in the middle of the band."""
+    from cvxrank.native.document_newton import _Point
+
+    groups, lam = _nine_documents(), 0.5
+    oracle = DocumentOracle.from_groups(groups)
+    w = (1.0 - delta / 2.0) * cr.solve(cr.RankingProblem(groups, lam=lam), "clarabel").w
+    X, s = groups.data.X, groups.data.X @ w
+    alpha, rows = [], []
+    for g in np.unique(groups.group):
+        members = np.flatnonzero(groups.group == g)
+        for i in members:
+            for j in members:
+                if i != j and groups.weight[i] > 0:
+                    bi, wj = groups.document[i], groups.document[j]
+                    alpha.append(groups.weight[i] * min(1.0, max(0.0, (1.0 - (s[bi] - s[wj])) / delta)))
+                    rows.append(X[bi] - X[wj])
+    alpha, D = np.array(alpha), np.array(rows)
+    u = D.T @ alpha
+    explicit = alpha.sum() - float(u @ u) / (4.0 * lam)
+    point = _Point(oracle, lam, w, delta)
+    L, u_point = point.bound()
+    assert point.k > 0
+    assert L == pytest.approx(explicit, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(u_point, u, rtol=1e-12, atol=1e-12)

@@ -26,7 +26,9 @@ Certificate. At every evaluation ``α_ij = a_i min(1, max(0, (1 - m_ij)/δ))`` l
 of the hinge's dual, so ``L(α) = Σ α - ‖Σ α_ij d_ij‖² / (4λ)`` is a lower bound on ``min F``
 (weak duality; identical pairs of two groups take the sum of their ``α``, still in the merged
 pair's box), and ``F(w)`` is the exact objective: the gap ``F(w_best) - max L`` certifies, whatever
-``δ``. ``δ`` shrinks when the smoothed problem's own gap ``F_δ - L(α) + (δ/2) Σ α²/c`` is below a tenth
+``δ``. The bound kept is summed from the band's ``α`` formed pair by pair (:meth:`_Point.bound`): the oracle's
+pair-free sums of ``α`` divide differences of prefix sums by ``δ``, and at a narrow width their rounding made them
+the sums of no one ``α``. ``δ`` shrinks when the smoothed problem's own gap ``F_δ - L(α) + (δ/2) Σ α²/c`` is below a tenth
 of the true one, by the factor that would bring the true gap (which falls like ``δ²``) to 0.3 x the
 target, within ``[1/15, 1/2]``, and no further than would leave about ``2n`` pairs in the band; the next
 steps start on the tangent of the path of minimisers ``w(δ)`` (``H dw/dδ = -(1/δ) Σ_B α d``).
@@ -101,19 +103,38 @@ class _Point:
         self.L = r.alpha_sum - float(self.u @ self.u) / (4.0 * lam)
         self.sg = self.Fd - self.L + 0.5 * delta * r.alpha_square
         self.g = 2.0 * lam * w - self.u
-        self._rows = None
+        self._pairs = self._rows = None
 
     @property
     def k(self) -> int:
         return self.r.band
 
+    def pairs(self):
+        """``(better, worse, a)``: the band's pairs (:meth:`SmoothedResult.band_pairs`), listed once."""
+        if self._pairs is None:
+            self._pairs = self.r.band_pairs()
+        return self._pairs
+
     def rows(self):
         """``(better, worse, a, D)``: the band's pairs and their differences ``D = X_better - X_worse`` (float64;
         CSR for a sparse ``X``)."""
         if self._rows is None:
-            ib, iw, a = self.r.band_pairs()
+            ib, iw, a = self.pairs()
             self._rows = ib, iw, a, _differences(self.oracle.X, ib, iw)
         return self._rows
+
+    def bound(self):
+        """``(L(α), u)``: the lower bound at this evaluation's ``α``, summed from one ``α``.
+
+        :attr:`L` reads the oracle's ``alpha_sum`` and ``score_alpha``, each a difference of prefix sums over the
+        sorted scores divided by ``δ``: their rounding grows like ``1/δ`` and differs between the two, so at a narrow
+        width they are not the sums of one ``α`` of the box and ``L`` may exceed the optimum (9 documents in 3 groups
+        at λ = 0.5: 3e-8 above it). Here the band's ``α_ij = a_i min(1, max(0, (1 - m_ij)/δ))`` is formed pair by
+        pair and its sum and its per-document sums come from the same values (:func:`_dual_value`), as for any
+        ``ν`` of the band finish: a dual point of (9), its value a lower bound up to the rounding of the sums."""
+        ib, iw, a = self.pairs()
+        alpha = np.clip(a * (1.0 - (self.s[ib] - self.s[iw])) / self.delta, 0.0, a)
+        return _dual_value(self.oracle, self.lam, self.r, ib, iw, alpha)
 
     def hessian(self) -> np.ndarray:
         """``2λI + Dᵀ diag(a/δ) D``, the smoothed objective's Hessian in ``w`` (dense ``n x n``)."""
@@ -172,10 +193,20 @@ def _band_finish(oracle: DocumentOracle, lam: float, p: _Point):
     s_V = p.r.inner_scores()  # Pᵀ α_V
     g_V = oracle.gradient(s_V)
     nu = _band_qp(D, g_V, a, lam, np.clip(a * (1.0 - (p.s[ib] - p.s[iw])) / p.delta, 0.0, a))
+    L, u = _dual_value(oracle, lam, p.r, ib, iw, nu, s_V)
+    return u / (2.0 * lam), L, u
+
+
+def _dual_value(oracle: DocumentOracle, lam: float, r, better, worse, nu, s_V=None):
+    """``(W_V + Σ ν - ‖u‖² / (4λ), u)`` with ``u = Σ α d`` for ``α = a`` on the pairs below the band of the
+    evaluation ``r`` (its :meth:`~SmoothedResult.inner_scores` ``s_V`` and ``inner_weight`` ``W_V``: sums of weights,
+    no division by ``δ``), ``ν`` on the listed pairs and 0 elsewhere: the dual of (9) at one point of its box, every
+    sum over ``ν`` from the same values."""
     m = oracle.n_documents
-    scores = s_V + np.bincount(ib, weights=nu, minlength=m) - np.bincount(iw, weights=nu, minlength=m)
-    u = oracle.gradient(scores)  # Σ α d with α = (a on V, ν on the band): as the evaluation's own bound is computed
-    return u / (2.0 * lam), p.r.inner_weight + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
+    s_V = r.inner_scores() if s_V is None else s_V
+    scores = s_V + np.bincount(better, weights=nu, minlength=m) - np.bincount(worse, weights=nu, minlength=m)
+    u = oracle.gradient(scores)
+    return r.inner_weight + float(nu.sum()) - float(u @ u) / (4.0 * lam), u
 
 
 def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lower: float, target: float,
@@ -240,8 +271,10 @@ def document_newton(oracle: DocumentOracle, lam: float, w, *, upper: float, lowe
 
     def record(point):
         nonlocal lower, w_lower, F_best, w_best
-        if point.L > lower:
-            lower, w_lower = point.L, point.u / (2.0 * lam)  # Σ α d / (2λ)
+        if point.L > lower:  # (point.L steers the widths; the bound kept is summed from one α)
+            L, u = point.bound()
+            if L > lower:
+                lower, w_lower = L, u / (2.0 * lam)  # Σ α d / (2λ)
         if point.F < F_best:
             F_best, w_best = point.F, point.w
 

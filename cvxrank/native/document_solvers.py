@@ -73,19 +73,24 @@ def _oracle_kernel(options: dict) -> str:
     return options.pop("oracle_kernel", "auto")
 
 
+#: What found the certified lower bound (the certificate's ``kind``): the planes' model or the Newton phase's dual points.
+PLANES_BOUND, NEWTON_BOUND = "cutting-plane bound", "band dual bound"
+
+
 def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, verbose, newton_gap, options,
                         newton_after=20):
     """Cutting planes to the relative gap ``newton_gap`` (at most ``newton_after`` calls), the smoothed Newton phase of
     :mod:`cvxrank.native.document_newton` to ``tol``, and the planes again (warm-started at the best point)
     if that phase stalls; the best point and the best lower bound of the three are kept (every bound is
-    valid for the same problem). ``newton_gap=None``: planes only."""
+    valid for the same problem), with the name of what found the bound (:data:`PLANES_BOUND`,
+    :data:`NEWTON_BOUND`). ``newton_gap=None``: planes only."""
     start = time.perf_counter()
     floor = certifiable_gap(oracle.n_documents)
     if newton_gap is None:
         run = cutting_plane(oracle, lam, tol=tol, max_iter=max_iter, time_limit=time_limit, verbose=verbose,
                             warm_start_w=warm_start_w, **options)
         return run.w, run.objective, run.lower_bound, run.w_model, run.status, run.iterations, run.oracle_calls, \
-            0, run.history, int(np.count_nonzero(run.beta[1:]))
+            0, run.history, int(np.count_nonzero(run.beta[1:])), PLANES_BOUND
     if tol < floor:
         warnings.warn(f"tol {tol:.1e} is below the relative gap float64 can certify on this problem (about "
                       f"{floor:.1e}); the solver stops there and reports the best certified gap",
@@ -96,6 +101,7 @@ def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, ve
                           verbose=verbose, warm_start_w=warm_start_w, **options)
     w, F, lower, w_model, calls = first.w, first.objective, first.lower_bound, first.w_model, first.oracle_calls
     histories, iterations, products, planes = [first.history], first.iterations, 0, int(np.count_nonzero(first.beta[1:]))
+    bound_name = PLANES_BOUND
     rel = (F - lower) / F if F > 0 else 0.0
     if rel > target and calls < max_iter:
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - start)
@@ -109,7 +115,7 @@ def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, ve
         if F_n < F:
             w, F = w_n, F_n
         if lower_n > lower:
-            lower, w_model = lower_n, w_l
+            lower, w_model, bound_name = lower_n, w_l, NEWTON_BOUND
         rel = (F - lower) / F if F > 0 else 0.0
     elapsed = time.perf_counter() - start
     if rel > target and calls < max_iter and (time_limit is None or elapsed < time_limit):
@@ -123,7 +129,7 @@ def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, ve
         if last.objective < F:
             w, F = last.w, last.objective
         if last.lower_bound > lower:
-            lower, w_model = last.lower_bound, last.w_model
+            lower, w_model, bound_name = last.lower_bound, last.w_model, PLANES_BOUND
         rel = (F - lower) / F if F > 0 else 0.0
     elapsed = time.perf_counter() - start
     if rel <= target:
@@ -136,7 +142,7 @@ def _planes_then_newton(oracle, lam, tol, max_iter, time_limit, warm_start_w, ve
     history["objective"] = history["objective"].cummin()
     history["dual_objective"] = history["dual_objective"].cummax()
     history["relative_gap"] = (history["objective"] - history["dual_objective"]) / history["objective"]
-    return w, F, lower, w_model, status, iterations, calls, products, history, planes
+    return w, F, lower, w_model, status, iterations, calls, products, history, planes, bound_name
 
 
 def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int = 10_000,
@@ -159,7 +165,7 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
     oracle = DocumentOracle.from_groups(groups, kernel=kernel)
     setup = time.perf_counter() - t0
     t1 = time.perf_counter()
-    w, F, lower, w_model, status, iterations, calls, products, history, planes = _planes_then_newton(
+    w, F, lower, w_model, status, iterations, calls, products, history, planes, bound_name = _planes_then_newton(
         oracle, problem.lam, tol, max_iter, time_limit, warm_start_w, verbose, newton_gap, options)
     solve_time = time.perf_counter() - t1
     rel = (F - lower) / F if F > 0 else 0.0
@@ -171,7 +177,7 @@ def solve_cutting_plane(problem, *, tol: float = 1e-6, verbose: bool = False, ma
             warnings.simplefilter("ignore", InaccurateSolutionWarning)  # warned when the solve started
         report = BackendReport(
             solver="cutting_plane", version=__version__, formulation="pairfree", scale="L", status=backend,
-            lower_bound=lower, objective_L=F, dual_residual=float(resid),
+            lower_bound=lower, bound_name=bound_name, objective_L=F, dual_residual=float(resid),
             iterations=iterations, setup_time=setup, solve_time=solve_time,
             extras={"oracle_calls": calls, "hessian_products": products, "pairfree_relative_gap": rel,
                     "certifiable_gap": certifiable_gap(oracle.n_documents), "solver_status": status,
