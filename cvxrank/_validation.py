@@ -49,8 +49,26 @@ from dataclasses import dataclass, replace
 from cvxrank._text import abbreviate
 from cvxrank.exceptions import ValidationError
 
-__all__ = ["FINITE", "MIN_TOL", "NONNEG_INT", "POSITIVE", "POSITIVE_INT", "SEED", "TIMEOUT", "TOL", "Interval", "Options", "check", "check_each",
-           "check_max_iter", "check_names", "check_time_limit", "check_tol"]
+__all__ = [
+    "FINITE",
+    "MIN_TOL",
+    "NONNEG_INT",
+    "POSITIVE",
+    "POSITIVE_INT",
+    "SEED",
+    "TIMEOUT",
+    "TOL",
+    "Interval",
+    "Options",
+    "check",
+    "check_each",
+    "check_flag",
+    "check_max_iter",
+    "check_names",
+    "check_time_limit",
+    "check_tol",
+    "check_vector",
+]
 
 
 @dataclass(frozen=True)
@@ -186,6 +204,49 @@ def check_each(name: str, values, constraint) -> tuple:
     if not items or not all(constraint.admits(v) for v in items):
         raise ValidationError(f"{name} must be a non-empty sequence of which each is {constraint}, got {values!r}")
     return tuple(check(name, v, constraint) for v in items)
+
+
+def check_flag(name: str, value) -> bool:
+    """``value`` if it is ``True`` or ``False`` (numpy's too), else one refusal: a flag given as ``"yes"`` or ``1``
+    is a mistake, not a truth value."""
+    if type(value).__name__ not in ("bool", "bool_"):
+        raise ValidationError(f"{name} must be True or False, got {abbreviate(value)}")
+    return bool(value)
+
+
+def check_vector(name: str, value, size: int | None = None):
+    """``value`` as a 1-D float64 array of finite numbers (of ``size`` of them when given), or one refusal that says
+    what is wrong: not numbers, the wrong count, or which entry is not finite.
+
+    Examples
+    --------
+    >>> check_vector("w", [1, 2.5])
+    array([1. , 2.5])
+    >>> check_vector("w", "abc", 3)
+    Traceback (most recent call last):
+    ...
+    cvxrank.exceptions.ValidationError: w must be 3 finite numbers, got 'abc'
+    >>> check_vector("w", [0.0, float("nan"), 1.0], 3)
+    Traceback (most recent call last):
+    ...
+    cvxrank.exceptions.ValidationError: w must be 3 finite numbers; entry 1 is nan
+    """
+    import numpy as np  # (numpy is imported where vectors are checked, not with every option check)
+
+    count = "" if size is None else f"{size} "
+    try:
+        array = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or isinstance(value, (str, bytes)):
+        raise ValidationError(f"{name} must be {count}finite numbers, got {abbreviate(value)}")
+    array = array.ravel()
+    if size is not None and array.shape[0] != size:
+        raise ValidationError(f"{name} must be {count}finite numbers, got {array.shape[0]}")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise ValidationError(f"{name} must be {count}finite numbers; entry {int(bad[0])} is {array[bad[0]]}")
+    return array
 
 
 def check_names(given, valid, what: str) -> None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from cvxrank._validation import check_flag
 from cvxrank.costs import check_lam, pair_weights, theorem1_C
 from cvxrank.exceptions import ValidationError
 from cvxrank.formulations import (
@@ -160,7 +161,7 @@ class PathSolver:
         self.requested = formulation
         self.solver = name
         self.tol = tol
-        self._warm_policy = SOLVERS[name].warm_start if warm_start is None else bool(warm_start)
+        self._warm_policy = SOLVERS[name].warm_start if warm_start is None else check_flag("warm_start", warm_start)
         self.costs = costs
         self.verbose = verbose
         self.options = options

@@ -140,6 +140,47 @@ def test_a_solver_that_cannot_take_the_variant_says_what_blocks():
         solve(problem, "cutting_plane")
 
 
+SQUARED = cr.variants.Variant(loss="squared_hinge")
+
+
+@pytest.mark.parametrize("name, variant, options, message", [
+    ("truncated_newton", SQUARED, {"threads": "x"}, "threads must be a non-negative integer"),
+    ("prox_newton", SQUARED, {"threads": -1}, "threads must be a non-negative integer"),
+    ("truncated_newton", SQUARED, {"threads": 2.5}, "threads must be a non-negative integer"),
+    ("truncated_newton", SQUARED, {"warm_start": "abc"}, "warm_start must be finite numbers, got 'abc'"),
+    ("cutting_plane", None, {"warm_start_w": ["a", "b", "c"]}, r"warm_start_w must be 3 finite numbers, got \['a'"),
+    ("cutting_plane", None, {"warm_start": [0.0, np.nan, 0.0]}, "warm_start must be finite numbers; entry 1 is nan"),
+    ("cutting_plane", None, {"warm_start": [0.0, 1.0]}, "warm_start_w must be 3 finite numbers, got 2"),
+    ("gd", None, {"learning_rate": "x"}, r"learning_rate must be a number in \(0, 3.33333\) or None"),
+    ("gd", None, {"learning_rate": True}, "learning_rate must be a number"),
+    ("subgradient", None, {"polish": "yes"}, "polish must be True or False, got 'yes'"),
+])
+def test_an_options_value_is_checked_whatever_the_solver(name, variant, options, message):
+    """A value of the wrong kind is refused by name with what it must be, before any work: not a ValueError from
+    deep inside, and not taken as something else (``True`` as a step of 1, ``"yes"`` as a truth value)."""
+    problem = _problem() if variant is None else _problem(variant=variant)
+    with pytest.raises(ValidationError, match=message):
+        solve(problem, name, **options)
+
+
+def test_a_path_takes_its_warm_start_as_a_flag():
+    from cvxrank.path import PathSolver
+
+    with pytest.raises(ValidationError, match="warm_start must be True or False, got 'yes'"):
+        PathSolver(_problem(), solver="cutting_plane", warm_start="yes")
+
+
+def test_the_solvers_offered_for_a_variant_take_the_problem_too():
+    """Preference groups with an l1 term: the pair-free solver that takes l1 (prox_newton) reads graded documents
+    only, so the refusal does not offer it."""
+    groups = cr.preference_groups.PreferenceGroups(_problem().data, group=[0, 0, 0, 1, 1], document=[0, 1, 2, 4, 5],
+                                                   weight=[1.0, 0.0, 2.0, 0.0, 1.0])
+    problem = cr.RankingProblem(groups, lam=0.5, variant=cr.variants.Variant(loss="squared_hinge", l1=0.1))
+    with pytest.raises(SolverNotAvailableError, match="solvers that can: ") as refusal:
+        solve(problem, "truncated_newton")
+    assert "prox_newton" not in str(refusal.value) and "clarabel" in str(refusal.value)
+
+
 @pytest.mark.parametrize("old, new", [
     (lambda p: cr.solve_pairfree(p.data, lam=p.lam), lambda p: solve(p, "cutting_plane")),
     (lambda p: importlib.import_module("cvxrank.native.cutting_plane").solve_cutting_plane(p),

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxrank._validation import check_max_iter, check_time_limit, check_tol
+from cvxrank._validation import (
+    check_max_iter,
+    check_time_limit,
+    check_tol,
+    check_vector,
+)
 from cvxrank.exceptions import ValidationError
 from cvxrank.native.costs import cost_table, cost_table_from_pairs
 from cvxrank.problem import RankingProblem
@@ -22,9 +27,7 @@ def check_common(tol, time_limit, warm_start_w, n_features: int) -> np.ndarray:
     return the starting point (``w = 0`` by default) as ``n_features`` finite floats."""
     check_tol(tol)
     check_time_limit(time_limit)
-    w = np.zeros(n_features) if warm_start_w is None else np.array(warm_start_w, dtype=np.float64).ravel()
-    if w.shape != (n_features,) or not np.all(np.isfinite(w)):
-        raise ValidationError(f"warm_start_w must be {n_features} finite numbers, got shape {w.shape}")
+    w = np.zeros(n_features) if warm_start_w is None else check_vector("warm_start_w", warm_start_w, n_features)
     with np.errstate(over="ignore"):
         squares = float(w @ w)
     if not np.isfinite(squares):

@@ -187,6 +187,7 @@ def blas_threads(threads: int | None = 1):
     (:func:`_blas_controller`): finding them reads the process's memory map, about 3 ms, which was a tenth of
     a small solve.
     """
+    threads = check("threads", threads, Interval(0, 2**31 - 1, integer=True).or_none())  # every solver's, here
     if not threads:
         return contextlib.nullcontext()
     return _blas_controller().limit(limits=int(threads), user_api="blas")
@@ -315,7 +316,6 @@ def cutting_plane(oracle, lam: float, *, tol: float = 1e-6, max_iter: int = 10_0
     prune_after = positive_int(prune_after, "prune_after")
     max_planes = _plane_limit(max_planes, keep_points)
     stall_after = positive_int(stall_after, "stall_after")
-    threads = check("threads", threads, Interval(0, 2**31 - 1, integer=True).or_none())
     step = Interval(0, 1, closed="right")
     rho = max(check("rho", rho, step), check("rho_min", rho_min, step))
     check("newton_gap", newton_gap, step.or_none())

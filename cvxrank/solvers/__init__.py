@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from cvxrank._validation import check_names, check_tol
+from cvxrank._validation import check_names, check_tol, check_vector
 from cvxrank.certificate import certify, reduced_dual
 from cvxrank.exceptions import SolverNotAvailableError, ValidationError
 from cvxrank.formulations import Formulation, build
@@ -235,7 +235,7 @@ def _start_options(spec: SolverSpec, warm_start) -> tuple[bool, dict]:
     if warm_start is True:
         raise ValidationError(f"warm_start for {spec.name} is a starting w (an array of n_features numbers), "
                               "e.g. the solution for a nearby lambda")
-    return False, {spec.start_option: np.asarray(warm_start, dtype=np.float64)}
+    return False, {spec.start_option: check_vector("warm_start", warm_start)}
 
 
 def solve(problem, solver: str = "auto", *, tol: float | None = None, formulation: str = "auto",
@@ -364,7 +364,8 @@ def solve(problem, solver: str = "auto", *, tol: float | None = None, formulatio
             "carries constraints or terms added to it: solve it with a CVXPY solver "
             f"({', '.join(installed_cvxpy_solvers())})")
     if not spec.accepts(ranking.variant):
-        able = [s for s in available_solvers() if get_spec(s).accepts(ranking.variant)]
+        able = [s for s in available_solvers() if get_spec(s).accepts(ranking.variant)  # (and takes groups)
+                and (ranking.groups is None or not get_spec(s).pairfree or s in ranking._pairfree_solvers())]
         blocking = [] if ranking.variant.loss in spec.losses else [f"loss={ranking.variant.loss!r}"]
         if spec.extensions is not None:
             blocking += sorted(ranking.variant.extensions - spec.extensions)

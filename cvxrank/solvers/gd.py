@@ -24,9 +24,8 @@ import numpy as np
 import pandas as pd
 
 from cvxrank import __version__
-from cvxrank._validation import check_max_iter
+from cvxrank._validation import Interval, check, check_max_iter
 from cvxrank.certificate import certify
-from cvxrank.exceptions import ValidationError
 from cvxrank.native.scale import check_scale
 from cvxrank.objectives import qp_objective
 from cvxrank.problem import RankingProblem
@@ -62,9 +61,9 @@ def _solve(problem: RankingProblem, *, tol: float = 1e-6, max_iter: int = 5_000,
     pairs, weights, lam = problem.pairs, problem.weights, problem.lam
     check_scale(problem.data.X, weights.max(initial=0.0), lam)
     C = problem.C
-    eta = 1.0 / (200.0 * lam) if learning_rate is None else float(learning_rate)
-    if not np.isfinite(eta) or eta <= 0 or eta >= 1.0 / lam:
-        raise ValidationError(f"learning_rate must be in (0, 1/lam) = (0, {1.0 / lam:g}), got {learning_rate!r}")
+    eta = check("learning_rate", learning_rate, Interval(0, 1.0 / lam, closed="neither", why="1/lam: below it the "
+                                                         "step contracts").or_none())
+    eta = 1.0 / (200.0 * lam) if eta is None else eta
     start = time.perf_counter()
     w = np.zeros(pairs.n_features)
     history, k, converged, cert = [], 0, False, None

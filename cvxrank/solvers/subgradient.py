@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from cvxrank import __version__
-from cvxrank._validation import check_max_iter, check_time_limit
+from cvxrank._validation import check_flag, check_max_iter, check_time_limit
 from cvxrank.certificate import certify
 from cvxrank.native.scale import check_scale
 from cvxrank.problem import RankingProblem
@@ -91,6 +91,7 @@ def _solve(problem: RankingProblem, *, tol: float = DEFAULT_TOL, max_iter: int =
     if check_every is not None:
         check_every = check_max_iter(check_every, "check_every")
     check_time_limit(time_limit)
+    polish = check_flag("polish", polish)
     pairs, weights, lam = problem.pairs, problem.weights, problem.lam
     check_scale(problem.data.X, weights.max(initial=0.0), lam)
     C = problem.C
