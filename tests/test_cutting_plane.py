@@ -370,3 +370,21 @@ def test_blas_threads_limits_blas_inside_and_restores_it_after():
     assert blas() == before
     with blas_threads(None):
         assert blas() == before
+
+
+def test_planes_that_stall_on_a_vertex_finish_on_the_pairs_at_the_margin():
+    """Features of magnitude 1,000 at λ = 0.5 put the optimum on a vertex of the hinge (pairs exactly on the margin).
+    From w = 0 the planes' bound reaches it but their candidates stayed 1.3e-5 above it, ``stalled`` after 899
+    calls; the exact finish on the pairs near the margin at their point, tried when they stall, certifies."""
+    from cvxrank.data import RankingData
+
+    X = 1000.0 * np.array([[2, 2, 0, -2, 1], [-2, -1, 2, 2, 2], [2, -2, 2, 1, 1], [0, -2, 0, -1, 2], [1, -1, -1, 0, -2],
+                           [0, 2, -1, 0, 2], [2, 0, 2, 1, 2], [-2, 1, -1, 2, 2], [0, -1, 0, -1, -2], [-1, 0, 2, 0, -1],
+                           [-2, -1, 2, -2, -2]], dtype=float)
+    data = RankingData(X, [0, 1, 1, 0, 0, 1, 0, 0, 1, 0, 1], qid=[0, 0, 1, 1, 1, 4, 4, 5, 5, 5, 5])
+    problem = RankingProblem(data, tau={(1, 0): 10.0}, mu="balanced", lam=0.5)
+    ref = solve(problem, "clarabel")
+    for start in ({"start": "zero"}, {"warm_start": np.zeros(5)}):
+        result = solve(problem, "cutting_plane", tol=1e-6, **start)
+        assert result.status == "optimal", result.extras["solver_status"]
+        assert_agree(result, ref)
