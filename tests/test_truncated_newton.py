@@ -69,6 +69,25 @@ def test_newton_converges_and_history_is_monotone():
     assert np.all(np.diff(h["dual_objective"]) >= 0)
 
 
+def test_newton_leaves_room_for_the_certificates_allowance():
+    """Once its gap reaches tol, the run reads the allowance the certificate will add: when gap plus allowance
+    would pass tol it goes on to tol less 1.25 times the allowance; when the allowance is above 0.8 tol, aiming lower
+    would prove nothing, and it stops as before. (Here the gaps run 0.107, 1.9e-4, 3.6e-9: tol = 2.5e-4 stops at
+    1.9e-4, which an allowance of half of tol does not leave room for.)"""
+    data = cr.make_ranking(n_queries=30, n_features=8, random_state=2)
+    oracle = VariantOracle.from_data(data, cost_table(data))
+    tol = 2.5e-4
+    plain = truncated_newton(oracle, 0.05, tol=tol, max_iter=200)
+    gap = plain.objective - plain.lower_bound
+    room = 0.5 * tol * plain.objective  # the certificate's allowance, as far as this run knows
+    assert plain.status == "optimal" and gap <= tol * plain.objective < gap + room
+    aimed = truncated_newton(oracle, 0.05, tol=tol, max_iter=200, allowance=lambda w: room)
+    assert aimed.status == "optimal" and aimed.iterations > plain.iterations
+    assert aimed.objective - aimed.lower_bound + room <= tol * aimed.objective
+    hopeless = truncated_newton(oracle, 0.05, tol=tol, max_iter=200, allowance=lambda w: 2.0 * room)
+    assert hopeless.iterations == plain.iterations and hopeless.objective == plain.objective
+
+
 def test_limits_warm_start_and_floor():
     data = cr.make_ranking(n_queries=10, n_features=5, random_state=4)
     problem = cr.RankingProblem(data, mu="balanced", lam=0.1, variant=Variant(loss="squared_hinge"))

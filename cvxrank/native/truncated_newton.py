@@ -45,7 +45,9 @@ from cvxrank.exceptions import InaccurateSolutionWarning, ValidationError
 from cvxrank.native._checks import check_common, pairfree_problem, positive_int
 from cvxrank.native.cutting_plane import blas_threads, certifiable_gap
 from cvxrank.native.scale import check_scale
+from cvxrank.native.stopping import aim
 from cvxrank.native.variant_oracle import VariantOracle
+from cvxrank.rounding import abs_scores, model_rounding, primal_rounding
 from cvxrank.solution import BackendReport, finish
 
 __all__ = ["NewtonRun", "squared_hinge_bound", "truncated_newton"]
@@ -111,7 +113,7 @@ def squared_hinge_bound(result, gradient_loss, lam: float) -> float:
 def truncated_newton(oracle: VariantOracle, lam: float, *, tol: float = 1e-6, max_iter: int = 200,
                      time_limit: float | None = None, warm_start_w=None, cg_max_iter: int = 250,
                      forcing: float = 0.1, stall_after: int = 20, threads: int | None = 1,
-                     verbose: bool = False) -> NewtonRun:
+                     verbose: bool = False, allowance=None) -> NewtonRun:
     """Minimise ``λ‖w‖² + Σ c_i [m_i − <w, d_i>]_+²`` with a pair-free oracle; stop at a certified gap.
 
     Parameters
@@ -138,6 +140,10 @@ def truncated_newton(oracle: VariantOracle, lam: float, *, tol: float = 1e-6, ma
         BLAS threads during the solve (:func:`~cvxrank.native.cutting_plane.blas_threads`).
     verbose : bool, default False
         One line per Newton step.
+    allowance : callable, optional
+        ``w ↦`` the rounding allowance the certificate will add to the gap at ``w`` (scale of (9); the door passes
+        it): the first time the gap reaches ``tol`` it is checked, and when gap plus allowance would be above
+        ``tol`` the steps go on to ``tol`` less 1.25 times the allowance (:func:`~cvxrank.native.stopping.aim`).
 
     Returns
     -------
@@ -156,7 +162,7 @@ def truncated_newton(oracle: VariantOracle, lam: float, *, tol: float = 1e-6, ma
             "the solver stops there and reports the best certified gap", InaccurateSolutionWarning, stacklevel=2)
     with blas_threads(threads):
         return _run(oracle, lam, w, tol, max(tol, floor), floor, max_iter, time_limit, cg_max_iter, forcing,
-                    stall_after, verbose)
+                    stall_after, verbose, allowance)
 
 
 class _LocalSquaredHinge:
@@ -190,7 +196,7 @@ class _LocalSquaredHinge:
 
 
 def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, forcing, stall_after,
-         verbose) -> NewtonRun:
+         verbose, allowance=None) -> NewtonRun:
     start = time.perf_counter()
     if not hasattr(oracle, "squared_hinge_at"):
         oracle = _LocalSquaredHinge(oracle)
@@ -215,6 +221,8 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, cg_max_iter, 
         if verbose:
             print(f"truncated_newton  it {it:3d}  objective {F:.12g}  lower {lower:.12g}  rel gap {rel:.2e}  "
                   f"|grad| {gnorm:.2e}  cg {cg_total:5d}  step {step:.3g}  {elapsed:.2f}s", flush=True)
+        if rel <= target and allowance is not None:  # once: does the certificate's allowance leave room?
+            target, allowance = aim(F, lower, tol, target, allowance(w), verbose, floor), None
         if rel <= target:
             status = "optimal" if rel <= tol else "float_limit"
             break
@@ -324,8 +332,13 @@ def _solve(problem, *, tol: float = 1e-6, verbose: bool = False, max_iter: int =
     else:
         oracle = VariantOracle.from_data(problem.data, costs, margin=variant.margin)
     setup = time.perf_counter() - t0
+
+    def allowance(w):  # what the certificate adds at w for the objective and this bound (cvxrank.solution.finish)
+        t = abs_scores(problem, w)
+        return 2.0 * problem.lam * (primal_rounding(problem, w, t, pair_free=True) + model_rounding(problem, w, t))
+
     run = truncated_newton(oracle, problem.lam, tol=tol, max_iter=max_iter, time_limit=time_limit,
-                           warm_start_w=warm_start_w, verbose=verbose, **options)
+                           warm_start_w=warm_start_w, verbose=verbose, allowance=allowance, **options)
     return _finish(problem, run, oracle, setup, tol)
 
 
