@@ -722,8 +722,8 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
         bundle.prune(prune_after)
         w_model = -u / (2.0 * lam)
         w = best_w + rho * (w_model - best_w)
-        if stall_count >= STALL_FINISH and best_F < finished_at and hasattr(oracle, "_order") \
-                and max_iter - calls >= 2:
+        if (stall_count >= STALL_FINISH and best_F < finished_at and max_iter - calls >= 2
+                and isinstance(oracle, PairFreeOracle) and oracle.newton_phase):  # (local, the papers' margin of 1)
             finished_at = best_F
             found = _stall_finish(oracle, lam, best_w)
             calls += 1
