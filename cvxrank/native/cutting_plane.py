@@ -744,15 +744,15 @@ def _run(oracle, lam, w, tol, target, floor, max_iter, time_limit, rho, rho_min,
 
 def _stall_finish(oracle, lam, w):
     """The exact finish of the Newton phase's jumps at the planes' point ``w``: the pairs within
-    :data:`~cvxrank.native.newton.WIDE_WIDTH` of the margin at ``w`` (both sides; at most
-    :data:`STALL_FINISH_PAIRS`, the nearest), the pairs below held at their weight and those above at 0, and the
+    :data:`~cvxrank.native.newton.WIDE_WIDTH` of the margin at ``w`` (both sides; the nearest
+    :data:`~cvxrank.native.newton.JUMP_WIDE` ``n``, at most :data:`STALL_FINISH_PAIRS`, as the wide jump keeps), the pairs below held at their weight and those above at 0, and the
     hinge's dual maximised over the listed ones (:func:`~cvxrank.native.newton._band_dual`: a box QP). One pass.
     Its value is a lower bound whatever the sets, and its point, with the free pairs put on the margin, is the
     optimum when they are the optimum's. Returns ``(point, bound, Σ α d / (2λ), the bound's rounding allowance)``,
     or None when no pair is near the margin."""
-    from cvxrank.native.newton import WIDE_WIDTH, _band_dual, _dual_rounding, _margin_set
+    from cvxrank.native.newton import JUMP_WIDE, WIDE_WIDTH, _band_dual, _dual_rounding, _margin_set
 
-    cap = min(STALL_FINISH_PAIRS, max(1, 6 * w.shape[0]))
+    cap = min(STALL_FINISH_PAIRS, max(1, int(JUMP_WIDE * w.shape[0])))
     _, sets, _, _ = _margin_set(oracle, lam, w, WIDE_WIDTH, cap, below=True)
     if not sets[1].shape[0]:
         return None
